@@ -1,0 +1,55 @@
+"""The reduced Newton system of the manifold family [000 eqs. 10, 14].
+
+With ``Λ = diag(½ φ''(m))`` on the labeled points (zero elsewhere), the Hessian of J factors as
+``H = diag(1, K) · A`` with
+
+    A = [[1ᵀΛ1 + γ_I 1ᵀL1,  1ᵀΛK + γ_I 1ᵀLK],
+         [Λ1 + γ_I L1,       ΛK + γ_A I + γ_I LK]],
+
+so a Newton step solves ``A Δ = −[∇_b; v]`` (v the preconditioned gradient) without the
+factor K. A is dense and non-symmetric: O(n³) per solve, as in the paper. ``γ_A I + γ_I LK``
+is formed once per solve (sparse L times dense K); only the l labeled rows change with Λ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+
+
+class ReducedSystem:
+    def __init__(self, problem):
+        self.problem = problem
+        K = problem.K_dense
+        self.K = K
+        LK = np.asarray(problem.L @ K)
+        self.base = problem.gamma_I * LK
+        self.base[np.diag_indices_from(self.base)] += problem.gamma_A
+        if problem.bias:
+            L1 = problem.L_dot(np.ones(problem.n))
+            self.col_b = problem.gamma_I * L1  # γ_I L1
+            self.row_b = problem.gamma_I * LK.sum(axis=0)  # γ_I 1ᵀLK (L symmetric)
+            self.corner = problem.gamma_I * L1.sum()
+
+    def solve(self, lam: np.ndarray, rhs_alpha: np.ndarray, rhs_b: float, ridge_b: float = 0.0):
+        """Solve ``A [Δb; Δα] = [rhs_b; rhs_alpha]`` for the labeled curvature ``lam`` (l,).
+
+        ``ridge_b`` adds curvature to the bias only (Levenberg–Marquardt on b): the α block
+        ``γ_A I + (Λ + γ_I L)K`` is always invertible, so A is singular only when J is flat
+        along a direction that moves b.
+        """
+        p, l = self.problem, self.problem.l
+        A_aa = self.base.copy()
+        A_aa[:l] += lam[:, None] * self.K[:l]
+        if not p.bias:
+            return sla.solve(A_aa, rhs_alpha, overwrite_a=True, check_finite=False), 0.0
+        n = p.n
+        A = np.empty((n + 1, n + 1))
+        A[1:, 1:] = A_aa
+        A[0, 0] = lam.sum() + self.corner + ridge_b
+        A[0, 1:] = lam @ self.K[:l] + self.row_b
+        A[1:, 0] = self.col_b
+        A[1 : l + 1, 0] += lam
+        sol = sla.solve(A, np.concatenate([[rhs_b], rhs_alpha]), overwrite_a=True,
+                        check_finite=False)
+        return sol[1:], float(sol[0])

@@ -1,0 +1,102 @@
+"""Input checks shared by every public entry point (DESIGN.md §5).
+
+Each check raises :class:`ssl_opt.exceptions.InvalidInputError` (a ``ValueError``) naming the
+argument and the fix. Nothing is silently clipped or repaired.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from .exceptions import InvalidInputError
+
+
+def as_float_matrix(value, name: str, *, allow_sparse: bool = True):
+    """Return ``value`` as a float64 2-D ndarray or CSR matrix, checking it is finite."""
+    if sp.issparse(value):
+        if not allow_sparse:
+            raise InvalidInputError(f"{name} must be a dense array; convert it with .toarray().")
+        mat = sp.csr_matrix(value, dtype=np.float64)
+        data = mat.data
+    else:
+        try:
+            mat = np.asarray(value, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"{name} must be a numeric matrix: {exc}") from exc
+        if mat.ndim != 2:
+            raise InvalidInputError(f"{name} must be 2-D, got an array with shape {mat.shape}.")
+        data = mat
+    if not np.all(np.isfinite(data)):
+        raise InvalidInputError(f"{name} contains NaN or inf; remove or impute those entries.")
+    return mat
+
+
+def check_square(mat, name: str, n: int | None = None) -> int:
+    rows, cols = mat.shape
+    if rows != cols:
+        raise InvalidInputError(f"{name} must be square, got shape {mat.shape}.")
+    if n is not None and rows != n:
+        raise InvalidInputError(
+            f"{name} must be {n}x{n} to match the other inputs, got shape {mat.shape}."
+        )
+    return rows
+
+
+def check_symmetric(mat, name: str, rtol: float = 1e-10) -> None:
+    diff = mat - mat.T
+    if sp.issparse(diff):
+        err = abs(diff).max() if diff.nnz else 0.0
+        scale = abs(mat).max() if mat.nnz else 0.0
+    else:
+        err = np.max(np.abs(diff)) if diff.size else 0.0
+        scale = np.max(np.abs(mat)) if mat.size else 0.0
+    if err > rtol * max(1.0, scale):
+        raise InvalidInputError(
+            f"{name} must be symmetric (max |{name} - {name}.T| = {err:.3g}); "
+            f"symmetrize it, e.g. ({name} + {name}.T) / 2."
+        )
+
+
+def check_binary_labels(y, name: str = "y", n: int | None = None) -> np.ndarray:
+    """Labels of the first ``len(y)`` points: a non-empty ±1 vector with both classes."""
+    try:
+        arr = np.asarray(y, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be a vector of ±1 labels: {exc}") from exc
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name} must be 1-D, got shape {arr.shape}.")
+    if arr.size == 0:
+        raise InvalidInputError(f"{name} is empty: at least one labeled point is needed (l >= 1).")
+    if not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or inf; labels must be -1 or +1.")
+    if not np.all(np.isin(arr, (-1.0, 1.0))):
+        bad = np.unique(arr[~np.isin(arr, (-1.0, 1.0))])[:5]
+        raise InvalidInputError(
+            f"{name} must hold only -1 and +1, found {bad.tolist()}; "
+            f"map your classes to ±1 (e.g. 2*(y == positive) - 1)."
+        )
+    if n is not None and arr.size > n:
+        raise InvalidInputError(f"{name} has {arr.size} labels but there are only {n} points.")
+    if np.all(arr == arr[0]):
+        raise InvalidInputError(
+            f"{name} holds one class only ({int(arr[0]):+d}); both classes must be labeled."
+        )
+    return arr
+
+
+def check_positive(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInputError(f"{name} must be a positive real number, got {value!r}.")
+    val = float(value)
+    if not np.isfinite(val) or val <= 0:
+        raise InvalidInputError(f"{name} must be > 0, got {value!r}.")
+    return val
+
+
+def check_choice(value, name: str, choices) -> str:
+    if value not in choices:
+        raise InvalidInputError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
+    return value

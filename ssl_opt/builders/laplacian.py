@@ -1,0 +1,132 @@
+r"""Graph Laplacians.
+
+For a symmetric non-negative adjacency matrix :math:`W` with zero diagonal and degrees
+:math:`d_i = \sum_j W_{ij}`, :math:`D = \operatorname{diag}(d)`:
+
+* unnormalized: :math:`L = D - W` (positive semidefinite, :math:`L\mathbf 1 = 0`),
+* normalized:   :math:`L = I - D^{-1/2} W D^{-1/2}` (eigenvalues in :math:`[0, 2]`), where an
+  isolated node (:math:`d_i = 0`) gets :math:`(D^{-1/2})_{ii} = 0`, so its row of :math:`L` is
+  :math:`e_i^\top`,
+* iterated:     :math:`L^p` for an integer power :math:`p \ge 1`.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+from .._validation import as_float_matrix, check_square, check_symmetric
+from ..exceptions import InvalidInputError
+from .graphs import knn_graph
+
+__all__ = ["laplacian", "graph_laplacian_from_data"]
+
+
+def _check_power(power) -> int:
+    if isinstance(power, bool) or not isinstance(power, numbers.Integral) or int(power) < 1:
+        raise InvalidInputError(f"power must be an integer >= 1, got {power!r}.")
+    return int(power)
+
+
+def _check_bool(value, name: str) -> bool:
+    if not isinstance(value, bool | np.bool_):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
+def _validated_adjacency(W) -> sp.csr_matrix:
+    Wm = as_float_matrix(W, "W")
+    check_square(Wm, "W")
+    Wm = sp.csr_matrix(Wm, dtype=np.float64)
+    Wm.sum_duplicates()
+    if Wm.nnz and Wm.data.min() < 0:
+        raise InvalidInputError(
+            f"W must be non-negative (min weight {Wm.data.min():.3g}); graph edge weights must "
+            "be >= 0."
+        )
+    diag = Wm.diagonal()
+    if np.any(diag != 0):
+        raise InvalidInputError(
+            f"W has {int(np.count_nonzero(diag))} nonzero diagonal entries (self-loops); "
+            "zero them first, e.g. W.setdiag(0) or np.fill_diagonal(W, 0)."
+        )
+    check_symmetric(Wm, "W")
+    return Wm
+
+
+def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
+    r"""Graph Laplacian :math:`L^p` of a symmetric non-negative adjacency matrix ``W``.
+
+    * ``normalized=False``: :math:`L = D - W`, :math:`D = \operatorname{diag}(W\mathbf 1)`;
+    * ``normalized=True``:  :math:`L = I - D^{-1/2} W D^{-1/2}` with
+      :math:`(D^{-1/2})_{ii} = 0` for isolated nodes (so row :math:`i` of :math:`L` is
+      :math:`e_i^\top`);
+
+    then raised to the integer power ``p`` by repeated sparse products and symmetrized as
+    :math:`(L^p + (L^p)^\top)/2` to remove round-off asymmetry.
+
+    Parameters
+    ----------
+    W : array_like or sparse matrix, shape (n, n)
+        Finite, symmetric (up to relative 1e-10), non-negative, zero diagonal.
+    normalized : bool
+    power : int >= 1
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix, shape (n, n), float64, exactly symmetric.
+    """
+    normalized = _check_bool(normalized, "normalized")
+    p = _check_power(power)
+    Wm = _validated_adjacency(W)
+    n = Wm.shape[0]
+    deg = np.asarray(Wm.sum(axis=1), dtype=np.float64).ravel()
+
+    if normalized:
+        inv_sqrt = np.zeros(n, dtype=np.float64)
+        pos = deg > 0
+        inv_sqrt[pos] = 1.0 / np.sqrt(deg[pos])
+        Dh = sp.diags(inv_sqrt, format="csr")
+        L = sp.identity(n, dtype=np.float64, format="csr") - Dh @ Wm @ Dh
+    else:
+        L = sp.diags(deg, format="csr") - Wm
+    L = sp.csr_matrix(L, dtype=np.float64)
+
+    if p > 1:
+        base = L
+        result = None
+        e = p
+        while e:  # binary exponentiation: O(log p) sparse products
+            if e & 1:
+                result = base if result is None else result @ base
+            e >>= 1
+            if e:
+                base = base @ base
+        L = sp.csr_matrix(result, dtype=np.float64)
+
+    L = sp.csr_matrix(0.5 * (L + L.T), dtype=np.float64)
+    L.sum_duplicates()
+    L.eliminate_zeros()
+    L.sort_indices()
+    return L
+
+
+def graph_laplacian_from_data(
+    X,
+    n_neighbors: int = 10,
+    weights: str = "binary",
+    sigma: float | None = None,
+    normalized: bool = False,
+    power: int = 1,
+) -> sp.csr_matrix:
+    r"""Laplacian :math:`L^p` of the kNN graph of ``X``: ``laplacian(knn_graph(X, ...), ...)``.
+
+    See :func:`ssl_opt.builders.graphs.knn_graph` (``n_neighbors``, ``weights``, ``sigma``;
+    union symmetrization) and :func:`laplacian` (``normalized``, ``power``).
+    """
+    normalized = _check_bool(normalized, "normalized")
+    p = _check_power(power)
+    W = knn_graph(X, n_neighbors=n_neighbors, weights=weights, sigma=sigma)
+    return laplacian(W, normalized=normalized, power=p)

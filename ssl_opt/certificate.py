@@ -1,0 +1,161 @@
+"""Certificates: check any solution against a reference optimum and against optimality
+residuals computed from the problem data alone (DESIGN.md §2).
+
+Pass rule (CVXPY / qpsolvers / SCS practice)::
+
+    |f − p*| ≤ eps_abs + eps_rel·max(1, |p*|) + gap_ref
+
+(or f below p*: then the reference was the less accurate one, which the report says), and
+every residual below its tolerance; NaN or inf fails. Tolerances depend on the solver
+family: ``direct`` (Newton, direct solves), ``iterative`` (PCG, ADMM, ...), ``reference``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .solution import OPTIMAL, Solution
+
+#: Default tolerances per solver family. ``agreement`` bounds the relative sup-norm difference
+#: of the predictions (only checked when the problem says they are unique).
+TOLERANCES: dict[str, dict[str, float]] = {
+    "direct": {"eps_abs": 1e-8, "eps_rel": 1e-7, "stationarity": 1e-7, "agreement": 1e-4},
+    "iterative": {"eps_abs": 1e-7, "eps_rel": 1e-6, "stationarity": 1e-6, "agreement": 1e-3},
+    "reference": {"eps_abs": 1e-7, "eps_rel": 1e-6, "stationarity": 1e-5, "agreement": 1e-3},
+}
+#: Relative uncertainty assumed for a reference optimum when its solver reports no gap.
+REFERENCE_GAP_REL = 1e-8
+
+
+@dataclass
+class Check:
+    name: str
+    value: float
+    tolerance: float
+    passed: bool
+    note: str = ""
+
+
+@dataclass
+class Certificate:
+    passed: bool
+    objective: float
+    reference_objective: float | None
+    objective_gap: float | None
+    residuals: dict[str, float]
+    tolerances: dict[str, float]
+    checks: list[Check] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    solver: str = ""
+    reference_solver: str | None = None
+
+    @property
+    def reasons(self) -> list[str]:
+        return [f"{c.name} = {c.value:.3g} > {c.tolerance:.3g}" + (f" ({c.note})" if c.note else "")
+                for c in self.checks if not c.passed]
+
+    def report(self) -> str:
+        lines = [f"Certificate for solver {self.solver!r}: {'PASSED' if self.passed else 'FAILED'}",
+                 f"  objective            {self.objective:.12g}"]
+        if self.reference_objective is not None:
+            lines.append(f"  reference objective  {self.reference_objective:.12g}"
+                         f"  ({self.reference_solver})")
+        for c in self.checks:
+            mark = "ok  " if c.passed else "FAIL"
+            lines.append(f"  [{mark}] {c.name:<22} {c.value:10.3e}  tol {c.tolerance:.1e}"
+                         + (f"  {c.note}" if c.note else ""))
+        lines += [f"  note: {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def __repr__(self) -> str:
+        gap = "n/a" if self.objective_gap is None else f"{self.objective_gap:.2e}"
+        return f"Certificate(passed={self.passed}, objective_gap={gap}, residuals={self.residuals})"
+
+
+def certify(problem, solution, reference=None, **tolerances) -> Certificate:
+    """Certify ``solution`` for ``problem``.
+
+    ``reference``: a reference :class:`Solution`; ``None`` computes one with the reference
+    backend when the instance is small enough (else certifies on residuals alone and says so);
+    ``False`` skips it. ``tolerances`` override the family defaults (``eps_abs``, ``eps_rel``,
+    ``stationarity``, ``agreement``, and any residual name of ``problem.kkt``).
+    """
+    from .api import reference_for
+
+    family = _tolerance_family(solution)
+    tol = dict(TOLERANCES[family])
+    tol.update(tolerances)
+    notes: list[str] = []
+    checks: list[Check] = []
+    x = solution.x if isinstance(solution, Solution) else solution
+    solver_name = getattr(solution, "solver", "") or "user point"
+    values = problem.unpack(x)
+    finite = all(np.all(np.isfinite(v)) for v in values.values())
+    objective = float(problem.objective(values)) if finite else float("nan")
+    checks.append(Check("finite", 0.0 if finite and np.isfinite(objective) else 1.0, 0.0,
+                        finite and np.isfinite(objective),
+                        "" if finite else "the solution contains NaN or inf"))
+    if isinstance(solution, Solution) and solution.status != OPTIMAL:
+        notes.append(f"the solver reported status {solution.status!r} (not optimal)")
+
+    residuals = problem.kkt(values) if finite else {}
+    for name, value in residuals.items():
+        limit = tol.get(name, tol["stationarity"])
+        checks.append(Check(name, value, limit, bool(np.isfinite(value) and value <= limit)))
+    if finite and not residuals:
+        notes.append("no KKT residual is available for this problem; certified on the gap only")
+
+    ref = None
+    if reference is None:
+        ref, why = reference_for(problem)
+        if ref is None:
+            notes.append(f"no reference optimum: {why}; certified on residuals alone")
+    elif reference is not False:
+        ref = reference
+    gap = ref_obj = None
+    if ref is not None:
+        ref_obj = float(ref.objective)
+        gap_ref = ref.info.get("duality_gap") if isinstance(ref, Solution) else None
+        if gap_ref is None:
+            gap_ref = REFERENCE_GAP_REL * max(1.0, abs(ref_obj))
+        scale = max(1.0, abs(ref_obj))
+        gap = abs(objective - ref_obj) / scale
+        allowed = (tol["eps_abs"] + tol["eps_rel"] * scale + gap_ref) / scale
+        # Below the reference is no fault of the solution (feasibility is checked by the
+        # residuals): the reference optimum is only as accurate as its interior-point solve.
+        below = bool(objective < ref_obj)
+        checks.append(Check("objective_gap", gap, allowed,
+                            bool(np.isfinite(gap) and (gap <= allowed or below)),
+                            "below the reference optimum" if below and gap > allowed else ""))
+        if below and gap > allowed:
+            notes.append(f"the solution improves on the reference ({ref.solver}, status "
+                         f"{getattr(ref, 'status', '?')!r}) by {gap:.2e} (relative)")
+        if finite:
+            pred, ref_pred = problem.prediction(values), problem.prediction(ref)
+            diff = float(np.max(np.abs(pred - ref_pred)) / max(1.0, np.max(np.abs(ref_pred))))
+            if problem.unique_prediction:
+                checks.append(Check("agreement", diff, tol["agreement"],
+                                    diff <= tol["agreement"]))
+            else:
+                notes.append(f"predictions differ by {diff:.2e} (relative); the optimum's "
+                             "predictions are not unique for this problem, so not checked")
+    return Certificate(
+        passed=all(c.passed for c in checks),
+        objective=objective,
+        reference_objective=ref_obj,
+        objective_gap=gap,
+        residuals=residuals,
+        tolerances=tol,
+        checks=checks,
+        notes=notes,
+        solver=solver_name,
+        reference_solver=getattr(ref, "solver", None),
+    )
+
+
+def _tolerance_family(solution) -> str:
+    if isinstance(solution, Solution):
+        return solution.info.get("tolerance_family", "iterative")
+    return "iterative"

@@ -1,0 +1,87 @@
+"""Command line: ``ssl-opt solvers`` and ``ssl-opt certify``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from . import registry
+from .api import list_solvers, solve
+from .certificate import certify
+
+
+def _table(rows: list[list[str]], header: list[str]) -> str:
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
+    lines += [fmt.format(*map(str, r)) for r in rows]
+    return "\n".join(lines)
+
+
+def _shorten(text: str, width: int = 72) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def cmd_solvers(args) -> int:
+    rows = [[s["name"], s["backend"], ", ".join(s["problems"]), _shorten(s["description"])]
+            for s in list_solvers()]
+    print(_table(rows, ["solver", "backend", "problems", "description"]))
+    return 0
+
+
+def certify_example(example, stream=None) -> list[list[str]]:
+    """Solve one example with the reference and every applicable solver; certify each."""
+    problem = example.build()
+    reference = solve(problem, backend="reference")
+    rows = []
+    for name, solver in registry.solvers().items():
+        if not solver.supports(problem):
+            continue
+        sol = reference if name == reference.solver else solver.solve(problem)
+        cert = certify(problem, sol, reference=False if sol is reference else reference)
+        gap = "-" if cert.objective_gap is None else f"{cert.objective_gap:.1e}"
+        resid = max(cert.residuals.values()) if cert.residuals else float("nan")
+        rows.append([example.name, name, solver.backend, f"{sol.time:.3f}", sol.iterations,
+                     f"{sol.objective:.10g}", gap, f"{resid:.1e}",
+                     "PASS" if cert.passed else "FAIL: " + "; ".join(cert.reasons)])
+        if stream is not None:
+            print(f"  {example.name}: {name} done", file=stream)
+    return rows
+
+
+def cmd_certify(args) -> int:
+    examples = registry.examples()
+    if args.example:
+        examples = [e for e in examples if e.name in args.example]
+        if not examples:
+            names = ", ".join(e.name for e in registry.examples())
+            print(f"no example named {args.example}; available: {names}", file=sys.stderr)
+            return 2
+    start = time.perf_counter()
+    rows = []
+    for example in examples:
+        rows += certify_example(example, stream=sys.stderr if args.verbose else None)
+    print(_table(rows, ["instance", "solver", "backend", "time_s", "iters", "objective",
+                        "rel_gap", "max_resid", "certificate"]))
+    failed = sum(not r[-1].startswith("PASS") for r in rows)
+    print(f"\n{len(rows) - failed} passed, {failed} failed "
+          f"({len(examples)} instances, {time.perf_counter() - start:.1f} s)")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="ssl-opt", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("solvers", help="list registered solvers")
+    p.set_defaults(func=cmd_solvers)
+    p = sub.add_parser("certify", help="solve built-in instances with every solver and certify")
+    p.add_argument("--example", nargs="*", help="only these instances (default: all)")
+    p.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
+    p.set_defaults(func=cmd_certify)
+    args = parser.parse_args(argv)
+    return args.func(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

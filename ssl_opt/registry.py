@@ -1,0 +1,65 @@
+"""The plugin manager: loads the ``ssl_opt`` entry-point group and indexes what it registers."""
+
+from __future__ import annotations
+
+import pluggy
+
+from . import hookspecs
+from .exceptions import SolverNotFoundError
+
+ENTRY_POINT_GROUP = "ssl_opt"
+
+_manager: pluggy.PluginManager | None = None
+
+
+def plugin_manager() -> pluggy.PluginManager:
+    """The process-wide plugin manager, with every installed plugin loaded and checked."""
+    global _manager
+    if _manager is None:
+        pm = pluggy.PluginManager("ssl_opt")
+        pm.add_hookspecs(hookspecs)
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        pm.check_pending()
+        _manager = pm
+    return _manager
+
+
+def register_plugin(plugin, name: str | None = None) -> None:
+    """Register a plugin object or module at run time (e.g. from a notebook or a test)."""
+    pm = plugin_manager()
+    pm.register(plugin, name=name)
+    pm.check_pending()
+
+
+def unregister_plugin(plugin) -> None:
+    plugin_manager().unregister(plugin)
+
+
+def solvers() -> dict:
+    """Every registered solver by name; two plugins may not claim the same name."""
+    found: dict = {}
+    for batch in plugin_manager().hook.register_solvers():
+        for solver in batch or ():
+            if solver.name in found:
+                raise RuntimeError(
+                    f"two plugins register a solver named {solver.name!r}; rename one of them."
+                )
+            found[solver.name] = solver
+    return found
+
+
+def get_solver(name: str):
+    table = solvers()
+    if name not in table:
+        raise SolverNotFoundError(
+            f"no solver named {name!r}; registered solvers: {sorted(table) or 'none'}."
+            + ("" if table else " Is ssl-opt installed (pip install .)?")
+        )
+    return table[name]
+
+
+def examples() -> list:
+    found = []
+    for batch in plugin_manager().hook.register_examples():
+        found.extend(batch or ())
+    return sorted(found, key=lambda e: e.name)

@@ -1,0 +1,77 @@
+"""Solutions and per-iteration histories."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+#: Status values a solver may report.
+OPTIMAL = "optimal"
+EARLY_STOPPED = "early_stopped"
+MAX_ITERATIONS = "max_iterations"
+STALLED = "stalled"
+FAILED = "failed"
+
+
+class History:
+    """Per-iteration records (objective, residual norms, elapsed time, ...) of one solve."""
+
+    def __init__(self) -> None:
+        self.rows: list[dict[str, float]] = []
+
+    def append(self, **row: float) -> None:
+        self.rows.append({k: float(v) for k, v in row.items()})
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def __getitem__(self, key: str) -> np.ndarray:
+        return np.array([row.get(key, np.nan) for row in self.rows])
+
+    @property
+    def columns(self) -> list[str]:
+        names: dict[str, None] = {}
+        for row in self.rows:
+            names.update(dict.fromkeys(row))
+        return list(names)
+
+    def plot(self, y: str = "objective", x: str = "time", ax=None, label: str | None = None):
+        """Plot one recorded quantity against another (log scale for residuals)."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots()
+        ax.plot(self[x], self[y], marker=".", label=label)
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        if y != "objective":
+            ax.set_yscale("log")
+        return ax
+
+
+@dataclass
+class Solution:
+    """The result of :func:`ssl_opt.solve`."""
+
+    x: dict[str, np.ndarray]
+    objective: float
+    status: str
+    iterations: int
+    time: float
+    backend: str
+    solver: str
+    history: History = field(default_factory=History)
+    info: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def optimal(self) -> bool:
+        return self.status == OPTIMAL
+
+    def __repr__(self) -> str:
+        return (
+            f"Solution(solver={self.solver!r}, status={self.status!r}, "
+            f"objective={self.objective:.10g}, iterations={self.iterations}, "
+            f"time={self.time:.3g}s)"
+        )
