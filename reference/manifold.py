@@ -38,7 +38,7 @@ def kernel_factor(K: np.ndarray, rel_cut: float = 1e-13) -> tuple[np.ndarray, np
 
 
 def build_primal(problem: LapSVM):
-    n, l = problem.n, problem.l
+    l = problem.l
     R, to_alpha = kernel_factor(problem.K_dense)
     h = cp.Variable(R.shape[1], name="h")
     b = cp.Variable(name="b") if problem.bias else None

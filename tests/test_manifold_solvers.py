@@ -78,11 +78,10 @@ def test_laprls_direct_equals_full_normal_equations(problem_factory):
     K, L, n, l = p.K, p.L.toarray(), p.n, p.l
     IL = np.diag(np.r_[np.ones(l), np.zeros(n - l)])
     one = np.ones(n)
-    H = np.block([
-        [np.array([[l + p.gamma_I * one @ L @ one]]), (one @ IL @ K + p.gamma_I * one @ L @ K)[None]],
-        [(K @ IL @ one + p.gamma_I * K @ L @ one)[:, None],
-         K @ IL @ K + p.gamma_A * K + p.gamma_I * K @ L @ K],
-    ])
+    corner = np.array([[l + p.gamma_I * one @ L @ one]])
+    top = (one @ IL @ K + p.gamma_I * one @ L @ K)[None]
+    left = (K @ IL @ one + p.gamma_I * K @ L @ one)[:, None]
+    H = np.block([[corner, top], [left, K @ IL @ K + p.gamma_A * K + p.gamma_I * K @ L @ K]])
     yfull = np.r_[p.y, np.zeros(n - l)]
     z = np.linalg.lstsq(H, np.r_[p.y.sum(), K @ yfull], rcond=None)[0]
     direct = ssl_opt.solve(p, solver="laprls-direct")
