@@ -18,7 +18,17 @@ def plugin_manager() -> pluggy.PluginManager:
     if _manager is None:
         pm = pluggy.PluginManager("ssl_opt")
         pm.add_hookspecs(hookspecs)
-        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        try:
+            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith(("ssl_opt.plugins", "ssl_opt.reference")):
+                raise ImportError(
+                    f"{exc.name} is not importable: ssl_opt was imported from the source tree "
+                    f"({__file__}), where plugins/ and reference/ are not mapped into the "
+                    "package. Run from another directory (the tests: pytest from the repository "
+                    "root), or install in editable mode: pip install -e ."
+                ) from exc
+            raise
         pm.check_pending()
         _manager = pm
     return _manager
