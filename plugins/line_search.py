@@ -21,6 +21,15 @@ from scipy.optimize import brentq
 from ssl_opt.components import MarginLoss, Square, SquaredHinge
 
 
+def step_along(problem, f, Ka, Lf, d_a, Kd, f_d, Lf_d) -> float:
+    """Exact step for ``problem`` at ``f = Kα + b`` along ``(d_α, d_b)`` from the products
+    ``Kα``, ``L f``, ``K d_α``, ``f_d = K d_α + d_b`` and ``L f_d`` the solver already has."""
+    a0 = problem.gamma_A * float(Ka @ d_a) + problem.gamma_I * float(f_d @ Lf)
+    a1 = problem.gamma_A * float(d_a @ Kd) + problem.gamma_I * float(f_d @ Lf_d)
+    y, l = problem.y, problem.l
+    return exact_step(problem.loss, y * f[:l], y * f_d[:l], a0, a1)
+
+
 def exact_step(loss: MarginLoss, m: np.ndarray, t: np.ndarray, a0: float, a1: float) -> float:
     """The minimizing step ``s* ≥ 0`` of the objective along the direction."""
     if isinstance(loss, SquaredHinge):

@@ -21,7 +21,7 @@ from ssl_opt.problems.manifold import LapSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
 
-from .line_search import exact_step
+from .line_search import step_along
 from .reduced_system import ReducedSystem
 from .warm_start import initial_point
 
@@ -56,7 +56,6 @@ class Newton(Solver):
     def _solve(self, problem, tol, max_iter, warm_start) -> Solution:
         start = time.perf_counter()
         l, y, loss, bias = problem.l, problem.y, problem.loss, problem.bias
-        gA, gI = problem.gamma_A, problem.gamma_I
         system = ReducedSystem(problem)
         target = tol * problem.gradient_scale
         alpha, b = initial_point(problem, warm_start)
@@ -96,9 +95,7 @@ class Newton(Solver):
                 damped += 1
             Kd = problem.K_dot(d_a)
             f_d = Kd + (d_b if bias else 0.0)
-            a0 = gA * float(Ka @ d_a) + gI * float(f_d @ Lf)
-            a1 = gA * float(d_a @ Kd) + gI * float(f_d @ problem.L_dot(f_d))
-            s = exact_step(loss, m, y * f_d[:l], a0, a1)
+            s = step_along(problem, f, Ka, Lf, d_a, Kd, f_d, problem.L_dot(f_d))
             if loss.piecewise_quadratic and abs(s - 1.0) < 1e-12:
                 s = 1.0
             alpha = alpha + s * d_a

@@ -24,7 +24,7 @@ from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, Hi
 from ssl_opt.solvers import Option, Solver
 
 from .early_stopping import EarlyStopping
-from .line_search import exact_step
+from .line_search import step_along
 from .warm_start import initial_point
 
 
@@ -64,8 +64,7 @@ class PCG(Solver):
     def _solve(self, problem, tol, max_iter, warm_start, early_stopping, validation,
                check_every, refresh, callback) -> Solution:
         start = time.perf_counter()
-        n, l, y = problem.n, problem.l, problem.y
-        gA, gI, loss, bias = problem.gamma_A, problem.gamma_I, problem.loss, problem.bias
+        n, bias = problem.n, problem.bias
         stopper = EarlyStopping(early_stopping, problem, validation, check_every)
         max_iter = int(max_iter if max_iter is not None else 10 * n + 100)
         target = tol * problem.gradient_scale
@@ -91,9 +90,7 @@ class PCG(Solver):
             it += 1
             f_d = Kd + (d_b if bias else 0.0)
             Lf_d = problem.L_dot(f_d)
-            a0 = gA * float(Ka @ d_a) + gI * float(f_d @ Lf)
-            a1 = gA * float(d_a @ Kd) + gI * float(f_d @ Lf_d)
-            s = exact_step(loss, y * f[:l], y * f_d[:l], a0, a1)
+            s = step_along(problem, f, Ka, Lf, d_a, Kd, f_d, Lf_d)
             alpha = alpha + s * d_a
             b = b + s * d_b if bias else 0.0
             Ka += s * Kd

@@ -40,19 +40,17 @@ class GradientDescent(Solver):
         return super().missing(problem) or ([] if problem.loss.smooth else ["a smooth loss"])
 
     def _solve(self, problem, max_iter):
-        from ssl_opt.plugins.line_search import exact_step
+        from ssl_opt.plugins.line_search import step_along
 
         alpha, b = np.zeros(problem.n), 0.0
         for _ in range(max_iter):
-            f = problem.decision_values(alpha, b)
-            v, g_b = problem.preconditioned_gradient(alpha, f, problem.L_dot(f))
+            Ka = problem.K_dot(alpha)
+            f = Ka + b
+            Lf = problem.L_dot(f)
+            v, g_b = problem.preconditioned_gradient(alpha, f, Lf)
             Kd = problem.K_dot(-v)
             f_d = Kd - (g_b if problem.bias else 0.0)
-            a0 = problem.gamma_A * (problem.K_dot(alpha) @ -v) + problem.gamma_I * (
-                f_d @ problem.L_dot(f))
-            a1 = problem.gamma_A * (-v @ Kd) + problem.gamma_I * (f_d @ problem.L_dot(f_d))
-            s = exact_step(problem.loss, problem.y * f[: problem.l], problem.y * f_d[: problem.l],
-                           a0, a1)
+            s = step_along(problem, f, Ka, Lf, -v, Kd, f_d, problem.L_dot(f_d))
             alpha, b = alpha - s * v, b - s * g_b
         return Solution({"alpha": alpha, "b": np.array(b)}, 0.0, OPTIMAL, max_iter, 0.0,
                         "fast", self.name)
