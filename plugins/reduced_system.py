@@ -15,6 +15,10 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.linalg as sla
+import scipy.sparse as sp
+
+#: Fill of L above which ``L @ K`` is computed as a dense matrix product.
+DENSE_GEMM_FILL = 0.05
 
 
 class ReducedSystem:
@@ -22,7 +26,10 @@ class ReducedSystem:
         self.problem = problem
         K = problem.K_dense
         self.K = K
-        LK = np.asarray(problem.L @ K)
+        L = problem.L
+        if sp.issparse(L) and L.nnz > DENSE_GEMM_FILL * problem.n**2:
+            L = L.toarray()  # a dense GEMM beats sparse-times-dense well below full density
+        LK = np.asarray(L @ K)
         self.base = problem.gamma_I * LK
         self.base[np.diag_indices_from(self.base)] += problem.gamma_A
         if problem.bias:

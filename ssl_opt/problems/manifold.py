@@ -33,6 +33,9 @@ from ..components import MarginLoss, Square, get_margin_loss
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
 
+#: Density above which a sparse Laplacian is stored dense (measured crossover of matvec cost).
+DENSE_L_FILL = 0.25
+
 
 class LapSVM(Problem):
     """Laplacian SVM family: ``J = ½(Σ φ(y_i f_i) + γ_A αᵀKα + γ_I fᵀLf)``, ``f = Kα + b``.
@@ -64,7 +67,9 @@ class LapSVM(Problem):
         check_square(L, "L", n)
         check_symmetric(L, "L")
         if sp.issparse(L):
-            L = sp.csr_matrix(L)
+            # A CSR product costs several times a dense one per stored entry: a nearly full
+            # "sparse" L (e.g. a power of a kNN Laplacian) is kept dense.
+            L = L.toarray() if L.nnz > DENSE_L_FILL * n * n else sp.csr_matrix(L)
         y = check_binary_labels(y, "y", n)
         self.K = K
         self.L = L
