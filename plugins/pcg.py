@@ -39,7 +39,7 @@ class PCG(Solver):
     options = {
         "tol": Option(1e-9, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖), or when J stalls at "
                       "round-off for 20 iterations with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)"),
-        "max_iter": Option(None, "iteration cap (default 10·n + 100)"),
+        "max_iter": Option(None, "iteration cap (default 10·n + 1000)"),
         "warm_start": Option(None, "a previous Solution or dict to start from"),
         "early_stopping": Option(None, "None, 'stability', 'validation' or 'mixed'"),
         "validation": Option(None, "(K_val, y_val) for the validation and mixed rules"),
@@ -66,7 +66,7 @@ class PCG(Solver):
         start = time.perf_counter()
         n, bias = problem.n, problem.bias
         stopper = EarlyStopping(early_stopping, problem, validation, check_every)
-        max_iter = int(max_iter if max_iter is not None else 10 * n + 100)
+        max_iter = int(max_iter if max_iter is not None else 10 * n + 1000)
         target = tol * problem.gradient_scale
 
         alpha, b = initial_point(problem, warm_start)

@@ -3,10 +3,12 @@ because the built-in solvers are loaded through the package's entry points."""
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import entry_points
 
 import numpy as np
 import pytest
+from hypothesis import settings
 
 import ssl_opt
 from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
@@ -19,6 +21,12 @@ if not entry_points(group="ssl_opt"):
         'package first with pip install ".[test]" and run pytest from the repository root.',
         returncode=4,
     )
+
+
+# CI replays the same examples every run; locally hypothesis explores new ones.
+settings.register_profile("ci", derandomize=True, deadline=None)
+if os.environ.get("CI"):
+    settings.load_profile("ci")
 
 
 def make_problem(kind="moons", n=60, n_labeled=6, loss="squared_hinge", normalized=False,

@@ -12,7 +12,7 @@ from ssl_opt.problems import LapRLS, LapSVM
 @pytest.fixture
 def parts(problem_factory):
     p = problem_factory("blobs", n=20, n_labeled=4)
-    return np.array(p.K), p.L.toarray(), np.array(p.y)
+    return np.array(p.K), sp.csr_matrix(p.L).toarray(), np.array(p.y)
 
 
 def test_valid_input_builds(parts):

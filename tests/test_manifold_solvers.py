@@ -75,7 +75,7 @@ def test_random_instances_pcg_newton_reference(n, n_labeled, log_gA, log_gI, nor
 def test_laprls_direct_equals_full_normal_equations(problem_factory):
     """[000 eq. 14] solved literally (the symmetric (n+1)² system with KLK, dense)."""
     p = problem_factory("blobs", loss="squared", normalized=True, n=50)
-    K, L, n, l = p.K, p.L.toarray(), p.n, p.l
+    K, L, n, l = p.K, sp.csr_matrix(p.L).toarray(), p.n, p.l
     IL = np.diag(np.r_[np.ones(l), np.zeros(n - l)])
     one = np.ones(n)
     corner = np.array([[l + p.gamma_I * one @ L @ one]])
@@ -224,7 +224,7 @@ def test_sparse_kernel_and_dense_laplacian(problem_factory):
     p = problem_factory("blobs", n=40)
     K_sparse = sp.csr_matrix(np.where(p.K > 1e-3, p.K, 0.0))
     K_sparse = (K_sparse + K_sparse.T) / 2
-    q = LapSVM(K_sparse, p.L.toarray(), p.y, p.gamma_A, p.gamma_I)
+    q = LapSVM(K_sparse, sp.csr_matrix(p.L).toarray(), p.y, p.gamma_A, p.gamma_I)
     ref = ssl_opt.solve(q, solver="cvxpy")
     for name in ("pcg", "newton"):
         assert _rel(ssl_opt.solve(q, solver=name).objective, ref.objective) < 1e-6
