@@ -3,6 +3,8 @@ brute-force line searches and finite differences."""
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -41,7 +43,9 @@ def test_fast_solvers_match_reference(problem_factory, loss, normalized, bias, k
         assert ssl_opt.certify(problem, sol, reference=ref).passed, name
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# SSL_OPT_EXAMPLES=300 pytest ... explores more random instances (slow).
+@settings(max_examples=int(os.environ.get("SSL_OPT_EXAMPLES", 15)), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(
     n=st.integers(12, 40),
     n_labeled=st.integers(2, 10),
