@@ -28,11 +28,12 @@ G50C-like: ``g50c_like(d=50)``, 50 labeled, sigma = 17.5, nn = 50 (binary weight
 settings). These were tuned for n = 550; at larger n the same settings give a larger error
 (the graph gets relatively sparser), which is reported as measured.
 
-L^5 of a 50-NN graph is a full matrix stored as scipy CSR: a sparse product with it costs
-several dense products with K, and Newton's ``L @ K`` becomes a slow sparse-times-dense
-product. With ``--laplacian both`` (default) every Laplacian denser than 25 % is therefore
-also run as a dense ndarray (rows marked ``dense``); ``as-built`` keeps only the builder's CSR
-matrix, ``dense`` converts every Laplacian denser than 25 %.
+L^5 of a 50-NN graph is a full matrix returned as scipy CSR. A CSR product with it costs several
+dense products with K, and Newton's ``L @ K`` becomes a slow sparse-times-dense product, unless
+LapSVM stores such an L dense (it does when more than 25 % is filled; the L column then reads
+``csr>D``). With ``--laplacian both`` (default) a Laplacian denser than 25 % that LapSVM keeps
+sparse is also run as a dense ndarray (rows ``dense``); ``as-built`` passes only the builder's
+CSR matrix; ``dense`` passes every Laplacian denser than 25 % as an ndarray.
 
 PCG cost per iteration is compared with the median time of back-to-back products ``K @ v``
 (at n = 4000 K takes 128 MB and may stay in a large last-level cache) and with a "cold" time
@@ -57,6 +58,7 @@ import time
 import warnings
 
 import numpy as np
+import scipy.sparse as sp
 
 import ssl_opt
 from ssl_opt.builders import knn_graph, laplacian, rbf_kernel
@@ -120,14 +122,18 @@ def make_instance(name: str, n: int, n_val: int, n_test: int, seed: int) -> dict
     )
 
 
-def laplacian_variants(inst: dict, mode: str) -> list[tuple[str, object]]:
+def run_variants(inst: dict, args) -> list[dict]:
+    """Run with the builder's CSR Laplacian and, for a Laplacian denser than 25 % that LapSVM
+    keeps sparse, also with it as a dense ndarray (``--laplacian``)."""
     L = inst["L"]
     dense_ok = inst["density"] > DENSE_L_THRESHOLD
-    if mode == "as-built" or not dense_ok:
-        return [("csr", L)]
-    if mode == "dense":
-        return [("dense", L.toarray())]
-    return [("csr", L), ("dense", L.toarray())]
+    if args.laplacian == "dense" and dense_ok:
+        return [run_instance(inst, L.toarray(), "dense", args)]
+    first = run_instance(inst, L, "csr", args)
+    out = [first]
+    if args.laplacian == "both" and dense_ok and sp.issparse(first["problem"].L):
+        out.append(run_instance(inst, L.toarray(), "dense", args))
+    return out
 
 
 # ----------------------------------------------------------------------------- timing
@@ -197,8 +203,10 @@ def errors(inst: dict, sol) -> tuple[float, float]:
 def run_instance(inst: dict, L, lfmt: str, args) -> dict:
     cfg, n = inst["cfg"], inst["n"]
     problem = LapSVM(inst["K"], L, inst["data"].y, cfg["gamma_A"], cfg["gamma_I"])
+    if lfmt == "csr" and not sp.issparse(problem.L):
+        lfmt = "csr>D"  # passed as CSR, stored dense by LapSVM
     t_kv = [median_product_time(inst["K"], n)]
-    t_lv = median_product_time(L, n)
+    t_lv = median_product_time(problem.L, n)
     runs: list[dict] = []
 
     def record(label, solver, **options):
@@ -356,6 +364,7 @@ def save_plot(results: list[dict], path: str) -> None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     ncol = min(3, len(results))
     nrow = -(-len(results) // ncol)
@@ -384,6 +393,7 @@ def save_plot(results: list[dict], path: str) -> None:
                         label=f"PCG-ES {rule}")
         ax.set_yscale("log")
         ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.set_xlabel("time [s]")
         ax.set_ylabel("J - J*")
         ax.set_title(f"{res['inst']['name']} n={res['inst']['n']} L={res['lfmt']}", fontsize=9)
@@ -440,13 +450,14 @@ def main(argv=None) -> int:
             inst = make_instance(name, n, args.n_val, args.n_test, args.seed)
             log(f"  K {inst['t_kernel']:.2f} s, L {inst['t_lap']:.2f} s "
                 f"(nnz/n^2 = {inst['density']:.3f}) - excluded from solver times")
-            for lfmt, L in laplacian_variants(inst, args.laplacian):
-                results.append(run_instance(inst, L, lfmt, args))
+            results.extend(run_variants(inst, args))
     print()
     print("== Solvers (times exclude K/L construction; median of repeats; "
           "(t/it)/tKv = PCG time per iteration / time of one K@v)")
     print("   test% = out-of-sample error sign(K_test a + b); transd% = error on the unlabeled "
           "training points; rel.gap = (J - J_best)/max(1,|J_best|)")
+    print("   L: csr = builder's CSR matrix, dense = passed as ndarray, csr>D = passed as CSR and "
+          "stored dense by LapSVM")
     print("   optimal(rnd) = PCG stopped because J stalled at round-off for 20 iterations with "
           "|grad| <= sqrt(tol), not by |grad| <= tol")
     print()
