@@ -35,7 +35,8 @@ class Newton(Solver):
         "dense O(n^3) per step, converges in a few steps."
     )
     options = {
-        "tol": Option(1e-10, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖)"),
+        "tol": Option(1e-10, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖), or when J stops "
+                      "decreasing at round-off with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)"),
         "max_iter": Option(50, "iteration cap"),
         "warm_start": Option(None, "a previous Solution or dict to start from"),
     }
@@ -81,7 +82,8 @@ class Newton(Solver):
             if it >= max_iter:
                 break
             if it > 0 and len(history) > 3 and obj >= history["objective"][-4]:
-                status = STALLED
+                # No decrease in three steps: round-off floor. Same rule as PCG.
+                status = OPTIMAL if gnorm <= np.sqrt(tol) * problem.gradient_scale else STALLED
                 break
             it += 1
             error_set = new_set
@@ -100,7 +102,7 @@ class Newton(Solver):
                 s = 1.0
             alpha = alpha + s * d_a
             b = b + s * d_b if bias else 0.0
-            Ka = Ka + s * Kd
+            Ka = problem.K_dot(alpha)  # exact, not Ka + s·Kd: no drift for O(n²) per O(n³) step
         return Solution(
             x={"alpha": alpha, "b": np.array(float(b))},
             objective=obj,

@@ -37,7 +37,7 @@ class PCG(Solver):
         "search, early stopping [000 Alg. 1-3]; O(n^2) per iteration, only products with K, L."
     )
     options = {
-        "tol": Option(1e-9, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖), or when J stalls at "
+        "tol": Option(1e-8, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖), or when J stalls at "
                       "round-off for 20 iterations with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)"),
         "max_iter": Option(None, "iteration cap (default 10·n + 1000)"),
         "warm_start": Option(None, "a previous Solution or dict to start from"),

@@ -56,6 +56,23 @@ def _validated_adjacency(W) -> sp.csr_matrix:
     return Wm
 
 
+#: Fill above which powers are computed with dense matrix products (a sparse product of
+#: nearly full factors is ~25x slower: 13.9 s vs 0.58 s for L^5 of a 50-NN graph, n = 2000).
+DENSE_PRODUCT_FILL = 0.05
+
+
+def _product(A, B):
+    """``A @ B``, switching to dense BLAS once either factor is more than 5 % full."""
+    n = A.shape[0]
+    def fill(M):
+        return (M.nnz if sp.issparse(M) else M.size) / float(n * n)
+
+    if max(fill(A), fill(B)) > DENSE_PRODUCT_FILL:
+        dense = [M.toarray() if sp.issparse(M) else M for M in (A, B)]
+        return dense[0] @ dense[1]
+    return A @ B
+
+
 def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
     r"""Graph Laplacian :math:`L^p` of a symmetric non-negative adjacency matrix ``W``.
 
@@ -64,7 +81,8 @@ def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
       :math:`(D^{-1/2})_{ii} = 0` for isolated nodes (so row :math:`i` of :math:`L` is
       :math:`e_i^\top`);
 
-    then raised to the integer power ``p`` by repeated sparse products and symmetrized as
+    then raised to the integer power ``p`` by repeated products (sparse while the factors are
+    sparse, dense BLAS once they fill in) and symmetrized as
     :math:`(L^p + (L^p)^\top)/2` to remove round-off asymmetry.
 
     Parameters
@@ -98,12 +116,12 @@ def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
         base = L
         result = None
         e = p
-        while e:  # binary exponentiation: O(log p) sparse products
+        while e:  # binary exponentiation: O(log p) products
             if e & 1:
-                result = base if result is None else result @ base
+                result = base if result is None else _product(result, base)
             e >>= 1
             if e:
-                base = base @ base
+                base = _product(base, base)
         L = sp.csr_matrix(result, dtype=np.float64)
 
     L = sp.csr_matrix(0.5 * (L + L.T), dtype=np.float64)
