@@ -93,8 +93,7 @@ class ExpMarginLoss(MarginLoss):
 
 
 class SmoothExpLoss(ExpMarginLoss):
-    smooth = True
-    unique_decision = True
+    unique_decision = True  # smooth: inferred from derivative()
 
     def derivative(self, m):
         return -np.exp(-m)

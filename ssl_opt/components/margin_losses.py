@@ -4,7 +4,8 @@ A loss is a small object: ``value`` (numpy, elementwise), ``cvxpy`` (a CVXPY exp
 margin vector, summed by the caller), and, when smooth, ``derivative`` and
 ``second_derivative``. The capability flags tell solvers what they may assume:
 
-* ``smooth``: ``derivative`` exists everywhere (needed by PCG and Newton);
+* ``smooth``: ``derivative`` exists everywhere (needed by PCG and Newton); by default true
+  exactly when the class implements ``derivative``;
 * ``piecewise_quadratic``: φ is piecewise quadratic with kinks where ``1 - m`` changes sign, so
   the line-search derivative is piecewise linear [000 §3.2.1] and Newton with the generalized
   Hessian terminates finitely [000 §3.1];
@@ -27,9 +28,13 @@ class MarginLoss:
     """Base class of convex margin losses φ(m)."""
 
     name: str = "custom"
-    smooth: bool = False
     piecewise_quadratic: bool = False
     unique_decision: bool = False
+
+    @property
+    def smooth(self) -> bool:
+        """A loss that implements ``derivative`` is smooth unless it says otherwise."""
+        return type(self).derivative is not MarginLoss.derivative
 
     def value(self, m: np.ndarray) -> np.ndarray:
         """Elementwise φ(m)."""
@@ -70,7 +75,6 @@ class SquaredHinge(MarginLoss):
     """φ(m) = max(0, 1 − m)²: the L2 loss of primal LapSVM [000 eq. 7]."""
 
     name = "squared_hinge"
-    smooth = True
     piecewise_quadratic = True
     unique_decision = True
 
@@ -91,7 +95,6 @@ class Square(MarginLoss):
     """φ(m) = (1 − m)² = (y − f)² for y = ±1: LapRLS [000 §5]."""
 
     name = "squared"
-    smooth = True
     piecewise_quadratic = True
     unique_decision = True
 
@@ -133,7 +136,6 @@ class HuberHinge(MarginLoss):
     """
 
     name = "huber"
-    smooth = True
 
     def __init__(self, delta: float = 0.5):
         self.delta = check_positive(delta, "delta")
@@ -161,7 +163,7 @@ class Logistic(MarginLoss):
     """φ(m) = log(1 + exp(−m))."""
 
     name = "logistic"
-    smooth = True
+
     unique_decision = True
 
     def value(self, m):
