@@ -21,9 +21,9 @@ from ssl_opt.problems.manifold import LapSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
 
+from .iterates import initial_point, manifold_solution
 from .line_search import step_along
 from .reduced_system import ReducedSystem
-from .warm_start import initial_point
 
 
 class Newton(Solver):
@@ -103,17 +103,8 @@ class Newton(Solver):
             alpha = alpha + s * d_a
             b = b + s * d_b if bias else 0.0
             Ka = problem.K_dot(alpha)  # exact, not Ka + s·Kd: no drift for O(n²) per O(n³) step
-        return Solution(
-            x={"alpha": alpha, "b": np.array(float(b))},
-            objective=obj,
-            status=status,
-            iterations=it,
-            time=0.0,
-            backend=self.backend,
-            solver=self.name,
-            history=history,
-            info={"grad_norm": gnorm / problem.gradient_scale, "damped_steps": damped},
-        )
+        return manifold_solution(self, alpha, b, obj, status, it, history,
+                                 grad_norm=gnorm / problem.gradient_scale, damped_steps=damped)
 
 
 @hookimpl

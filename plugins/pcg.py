@@ -24,8 +24,8 @@ from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, Hi
 from ssl_opt.solvers import Option, Solver
 
 from .early_stopping import EarlyStopping
+from .iterates import initial_point, manifold_solution
 from .line_search import step_along
-from .warm_start import initial_point
 
 
 class PCG(Solver):
@@ -140,17 +140,10 @@ class PCG(Solver):
                 status = OPTIMAL if converged else STALLED
                 converged_by = "objective at machine precision" if converged else None
                 break
-        return Solution(
-            x={"alpha": alpha, "b": np.array(float(b))},
-            objective=obj,
-            status=status,
-            iterations=it,
-            time=0.0,
-            backend=self.backend,
-            solver=self.name,
-            history=history,
-            info={"grad_norm": gnorm / problem.gradient_scale, "check_every": stopper.every,
-                  "converged_by": converged_by if status == OPTIMAL else None},
+        return manifold_solution(
+            self, alpha, b, obj, status, it, history,
+            grad_norm=gnorm / problem.gradient_scale, check_every=stopper.every,
+            converged_by=converged_by if status == OPTIMAL else None,
         )
 
 
