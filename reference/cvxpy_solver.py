@@ -13,10 +13,8 @@ from dataclasses import dataclass
 
 import cvxpy as cp
 
-from ssl_opt.solution import FAILED, OPTIMAL, Solution
+from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver
-
-INACCURATE = "inaccurate"
 
 #: Tighter than Clarabel's 1e-8 defaults: the reference is the ground truth of certificates.
 DEFAULT_SOLVER_OPTIONS = {
@@ -31,7 +29,6 @@ class Formulation:
     build: Callable
     recover: Callable
     missing: Callable = lambda problem: []  # noqa: E731
-    max_size: int = 2000  # largest n the formulation is meant for (memory of dense blocks)
 
 
 class CvxpyReference(Solver):

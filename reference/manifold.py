@@ -114,5 +114,5 @@ def _as_dense_or_csr(L):
     return sp.csr_matrix(L) if sp.issparse(L) else np.asarray(L)
 
 
-PRIMAL = Formulation(LapSVM, build_primal, recover_primal, max_size=1500)
-DUAL = Formulation(LapSVM, build_dual, recover_dual, missing=dual_missing, max_size=3000)
+PRIMAL = Formulation(LapSVM, build_primal, recover_primal)
+DUAL = Formulation(LapSVM, build_dual, recover_dual, missing=dual_missing)

@@ -12,6 +12,7 @@ OPTIMAL = "optimal"
 EARLY_STOPPED = "early_stopped"
 MAX_ITERATIONS = "max_iterations"
 STALLED = "stalled"
+INACCURATE = "inaccurate"  # a reference solver finished short of its tolerances
 FAILED = "failed"
 
 
