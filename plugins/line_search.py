@@ -41,6 +41,13 @@ def exact_step(loss: MarginLoss, m: np.ndarray, t: np.ndarray, a0: float, a1: fl
     return _generic_step(loss, m, t, a0, a1)
 
 
+def weighted_squared_hinge_step(gap, t, c, a0, a1) -> float:
+    """Root of ``ψ(s) = a0 + s·a1 − Σ_i c_i t_i max(0, gap_i − s t_i)``, ``c ≥ 0`` — the MFN
+    line search [001 eq. 5]; rescaling each term by ``√c_i`` keeps the break points."""
+    sc = np.sqrt(c)
+    return _squared_hinge_step(1.0 - sc * gap, sc * t, a0, a1)
+
+
 def _squared_hinge_step(m, t, a0, a1) -> float:
     # On a piece with active set A: ψ(s) = a0 − Σ_A t_i(1 − m_i) + s (a1 + Σ_A t_i²).
     gap = 1.0 - m

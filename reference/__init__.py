@@ -2,10 +2,10 @@
 
 from ssl_opt.hookspecs import hookimpl
 
-from . import manifold
+from . import linear_s3vm, manifold
 from .cvxpy_solver import CvxpyReference, Formulation
 
-PRIMAL_FORMULATIONS = [manifold.PRIMAL]
+PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
 
@@ -22,6 +22,7 @@ def register_solvers():
             DUAL_FORMULATIONS,
             "Exact dual program in CVXPY (hinge LapSVM [000 §2.1]), with primal recovery.",
         ),
+        linear_s3vm.ExhaustiveTSVM(),
     ]
 
 

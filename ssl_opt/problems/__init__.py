@@ -1,6 +1,7 @@
 """Problem declarations (public API)."""
 
 from .base import Problem, Structure
+from .linear_s3vm import DAS3VM, TSVM, LinearSVM
 from .manifold import LapRLS, LapSVM
 
-__all__ = ["LapRLS", "LapSVM", "Problem", "Structure"]
+__all__ = ["DAS3VM", "LapRLS", "LapSVM", "LinearSVM", "Problem", "Structure", "TSVM"]
