@@ -36,8 +36,9 @@ def cgls(design: LinearDesign, C: np.ndarray, b: np.ndarray, lam: float, beta0: 
     beta = beta0.copy()
     o = design.matvec(beta) if outputs0 is None else outputs0
     z = C * (b - o)
-    r = design.rmatvec(z) - lam * beta
-    rhs_norm = float(np.linalg.norm(design.rmatvec(C * b)))
+    both = design.rmatvec(np.column_stack([z, C * b]))  # residual and right-hand side, one pass
+    r = both[:, 0] - lam * beta
+    rhs_norm = float(np.linalg.norm(both[:, 1]))
     if rhs_norm == 0.0:
         return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
     omega = float(r @ r)

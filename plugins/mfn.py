@@ -34,6 +34,8 @@ from .line_search import weighted_squared_hinge_step
 
 #: SVMlin's crude first CGLS solve from w = 0.
 CRUDE_TOL, CRUDE_MAX_ITER = 1e-2, 10
+#: Active-row fraction above which CGLS runs on all of X instead of a copy of the active rows.
+FULL_DESIGN_FRACTION = 0.8
 #: Relative objective decrease below which MFN stops as stalled (SVMlin's RELATIVE_STOP_EPS).
 STALL_REL = 1e-12
 
@@ -72,8 +74,14 @@ def mfn(design: LinearDesign, labels: np.ndarray, costs: np.ndarray, lam: float,
         o_t = o if rows is None else o[rows]
         active = (y * o_t < 1.0) & (c > 0)
         act_rows, C, b = _merge_active(design.n, rows, active, y, c)
-        sub = design.rows(act_rows)
-        res = cgls(sub, C, b, lam, w, o[act_rows], eps, cap, forcing)
+        if act_rows.size >= FULL_DESIGN_FRACTION * design.n:
+            # Copying nearly all rows costs more than the products it saves (DA: every
+            # unlabeled row has an active term): keep X, with zero cost on inactive rows.
+            C_all, b_all = np.zeros(design.n), np.zeros(design.n)
+            C_all[act_rows], b_all[act_rows] = C, b
+            res = cgls(design, C_all, b_all, lam, w, o, eps, cap, forcing)
+        else:
+            res = cgls(design.rows(act_rows), C, b, lam, w, o[act_rows], eps, cap, forcing)
         cg_total += res.iterations
         o_bar = design.matvec(res.beta)
         m_bar = y * (o_bar if rows is None else o_bar[rows])

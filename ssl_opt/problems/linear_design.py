@@ -44,11 +44,11 @@ class LinearDesign:
         return out
 
     def rmatvec(self, v: np.ndarray) -> np.ndarray:
-        """``X̃ᵀ v`` (dim,)."""
-        out = np.empty(self.dim)
-        out[: self.d] = np.asarray(self.X.T @ v, dtype=np.float64).ravel()
+        """``X̃ᵀ v``: (dim,) for a vector, (dim, k) for k columns (one pass over X)."""
+        out = np.empty((self.dim,) + v.shape[1:])
+        out[: self.d] = np.asarray(self.X.T @ v, dtype=np.float64).reshape(out[: self.d].shape)
         if self.bias:
-            out[self.d] = v.sum()
+            out[self.d] = v.sum(axis=0)
         return out
 
     def rows(self, index) -> LinearDesign:
