@@ -1,0 +1,51 @@
+"""Built-in small instances of the linear S3VM family, for ``ssl-opt certify`` (a plugin)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..datasets import gaussian_blobs
+from ..examples import Example
+from ..hookspecs import hookimpl
+from ..text_datasets import synthetic_text
+from .linear_s3vm import DAS3VM, TSVM, LinearSVM
+
+
+def _text_l2svm():
+    data = synthetic_text(400, 600, nnz_per_row=25, n_labeled=400, r=0.4, seed=4)
+    cost = np.where(data.y > 0, 1.5, 1.0)  # per-example costs, as for class weighting
+    return LinearSVM(data.X, data.y, lam=1e-2, cost=cost)
+
+
+def _tiny_blobs():
+    # u = 10: the exhaustive reference enumerates the 252 balanced labelings. On this instance
+    # TSVM stops at a local optimum and DA finds the global one.
+    return gaussian_blobs(n=18, n_labeled=8, d=3, seed=3)
+
+
+def _tsvm_tiny():
+    data = _tiny_blobs()
+    return TSVM(data.X, data.y, lam=0.1, lam_u=1.0)
+
+
+def _da_tiny():
+    data = _tiny_blobs()
+    return DAS3VM(data.X, data.y, lam=0.1, lam_u=1.0, r=0.5)
+
+
+def _tsvm_text():
+    data = synthetic_text(300, 500, nnz_per_row=25, n_labeled=40, r=0.5, seed=5)
+    return TSVM(data.X, data.y, lam=1e-3, lam_u=1.0)
+
+
+@hookimpl
+def register_examples():
+    return [
+        Example("l2svm-text", "linear", "L2-SVM with per-example costs, sparse text 400x600",
+                _text_l2svm),
+        Example("tsvm-tiny", "linear", "TSVM, Gaussian blobs n=18 (u=10: global optimum by "
+                "enumeration)", _tsvm_tiny),
+        Example("da-tiny", "linear", "DA S3VM, same instance as tsvm-tiny", _da_tiny),
+        Example("tsvm-text", "linear", "TSVM, sparse text 300x500 with 40 labels (no global "
+                "reference)", _tsvm_text),
+    ]
