@@ -108,6 +108,9 @@ def mfn(design: LinearDesign, labels: np.ndarray, costs: np.ndarray, lam: float,
         if eps > tol:
             eps, cap = tol, cg_max_iter  # after the crude first solve
         elif previous - objective <= STALL_REL * abs(previous):
+            if forcing > 0:
+                forcing = 0.0  # inexact steps no longer pay: solve the Newton systems to tol
+                continue
             status = STALLED
             break
     o = design.matvec(w)  # drop the round-off accumulated by the outputs' updates

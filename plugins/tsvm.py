@@ -94,7 +94,12 @@ class TSVMSolver(Solver):
             lam0 = min(lam_u_start, problem.lam_u)
         else:
             v = problem.unpack(warm_start)
-            w, y_u = v["w"].copy(), np.sign(v["y_u"])
+            w, y_u = v["w"].copy(), v["y_u"].copy()
+            if not np.all(np.isin(y_u, (-1.0, 1.0))) or int((y_u > 0).sum()) != problem.n_pos:
+                raise InvalidInputError(
+                    f"warm_start['y_u'] must hold ±1 labels with exactly round(r·u) = "
+                    f"{problem.n_pos} positives (switching keeps the count); got "
+                    f"{int((y_u > 0).sum())} positives. Use problem.balanced_labels(outputs).")
             o = design.matvec(w)
             lam0 = problem.lam_u
         labels = np.concatenate([problem.y, y_u])

@@ -20,8 +20,8 @@ class LinearDesign:
 
     def __init__(self, X, bias: bool, name: str = "X"):
         X = as_float_matrix(X, name)
-        if sp.issparse(X):
-            X = sp.csr_matrix(X)
+        if sp.issparse(X) and not X.has_canonical_format:
+            X = X.copy()  # never modify the caller's matrix in place
             X.sum_duplicates()
         self.X = X
         self.bias = bool(bias)

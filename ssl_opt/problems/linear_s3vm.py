@@ -16,6 +16,7 @@ fixed, a :class:`LinearSVM`), block optimality of the labels / ``p``, and balanc
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from functools import cached_property
 
@@ -50,7 +51,7 @@ def _check_bias(bias) -> bool:
 
 
 def _check_nonnegative(value, name: str) -> float:
-    if isinstance(value, bool) or not np.isscalar(value):
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidInputError(f"{name} must be a real number >= 0, got {value!r}.")
     val = float(value)
     if not np.isfinite(val) or val < 0:
@@ -164,7 +165,7 @@ class _Transductive(Problem):
         self.bias = design.bias
         if r is None:
             r = float(np.mean(y > 0))
-        elif isinstance(r, bool) or not np.isscalar(r) or not 0 < float(r) < 1:
+        elif isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) < 1:
             raise InvalidInputError(
                 f"r (fraction of positive unlabeled rows) must be in (0, 1), got {r!r}."
             )
