@@ -10,10 +10,12 @@ falls below ``kl_tol``:
 * **p-step** — ``p_j = 1/(1 + exp((g_j − 2ν)/T))``, ``g_j = λ'[l2(o_j) − l2(−o_j)]`` [001 eq. 9],
   ν from ``mean(p) = r`` by safeguarded Newton on ``s = 2ν`` inside a bisection bracket.
 
-Annealing stops when the mean entropy of ``p`` is below ``entropy_tol`` (p is nearly binary)
-or after ``max_outer`` stages. The stage with the lowest annealing-target objective (``T = 0``)
-is returned, after polishing its ``(w, p)`` at its temperature so that ``w`` is optimal for
-``p`` and ``p`` is in closed form for ``w`` (what :meth:`DAS3VM.kkt` checks).
+Annealing stops when the mean entropy of ``p`` is within ``entropy_tol`` of its floor (p is
+nearly binary; when ``r·u`` is fractional the balance keeps one ``p_j`` fractional, so the floor
+is ``h(frac(r·u))/u``) or after ``max_outer`` stages. The stage with the lowest
+annealing-target objective (``T = 0``) is returned, after polishing its ``(w, p)`` at its
+temperature so that ``w`` is optimal for ``p`` and ``p`` is in closed form for ``w`` (what
+:meth:`DAS3VM.kkt` checks).
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ class DASolver(Solver):
         "T0_factor": Option(10.0, "starting temperature T₀ = T0_factor·λ' (SVMlin: 10)"),
         "anneal_rate": Option(1.5, "T is divided by this per stage"),
         "kl_tol": Option(1e-6, "stop a stage when the mean KL(p_new ‖ p_old) is below this"),
-        "entropy_tol": Option(1e-6, "stop annealing when the mean entropy of p is below this"),
+        "entropy_tol": Option(1e-6, "stop annealing when the mean entropy of p is within this "
+                             "of its floor h(frac(r·u))/u"),
         "max_outer": Option(30, "temperature stages at most"),
         "max_inner": Option(100, "w/p alternations per stage at most"),
         "polish_tol": Option(1e-10, "polish the returned stage until max|Δp| is below this"),
@@ -119,6 +122,10 @@ class DASolver(Solver):
             g = lam_u * (l2_loss(o[l:]) - l2_loss(-o[l:]))
             return balance_root(g, T, problem.r, s)
 
+        # With r·u fractional, mean(p) = r keeps one p_j fractional at any temperature: the
+        # mean entropy cannot fall below h(frac(r·u))/u, so the stop rule is relative to that.
+        frac = problem.r * u - np.floor(problem.r * u)
+        entropy_floor = mean_entropy(np.array([frac])) / u
         T = T0_factor * lam_u if lam_u > 0 else 1.0
         for outer in range(1, max_outer + 1):
             kl = np.inf
@@ -140,11 +147,11 @@ class DASolver(Solver):
                       f"t={time.perf_counter() - start:.2f}s", flush=True)
             if best is None or objective < best[0]:
                 best = (objective, w, o, p, T, s)
-            if entropy < entropy_tol or lam_u == 0:
+            if entropy < entropy_floor + entropy_tol or lam_u == 0:
                 break
             T /= anneal_rate
         else:
-            status = MAX_ITERATIONS if entropy >= entropy_tol else OPTIMAL
+            status = MAX_ITERATIONS if entropy >= entropy_floor + entropy_tol else OPTIMAL
         _, w, o, p, T, s = best
         for _ in range(100):  # polish the returned stage: w optimal for p, p closed form
             w, o, mfn_status = w_step(w, o, p)
