@@ -903,3 +903,19 @@ def test_exhaustive_refuses_large_u():
     odd = gaussian_blobs(n=13, n_labeled=6, d=2, seed=0)  # u = 7, r·u = 3.5
     with pytest.raises(UnsupportedProblemError, match="integral r·u"):
         ssl_opt.solve(DAS3VM(odd.X, odd.y, 0.1, 1.0, r=0.5), solver="tsvm-exhaustive")
+
+
+def test_da_stops_at_the_entropy_floor_when_r_u_is_fractional():
+    """mean(p) = r with r·u = 5.5 keeps one p_j fractional: the mean entropy cannot go below
+    h(0.5)/u = log(2)/u, so annealing must stop on that floor, not run every stage."""
+    data = gaussian_blobs(n=19, n_labeled=8, d=3, seed=3)
+    problem = DAS3VM(data.X, data.y, 0.1, 1.0, r=0.5)
+    assert problem.r * problem.u == 5.5
+    sol = ssl_opt.solve(problem, solver="da")
+    entropy = sol.history["entropy"]
+    floor = np.log(2.0) / problem.u
+    assert np.all(entropy >= floor - 1e-12)  # the floor is a true lower bound
+    assert sol.status == OPTIMAL
+    assert sol.info["stages"] < 30
+    assert abs(entropy[-1] - floor) < 1e-6
+    assert ssl_opt.certify(problem, sol).passed
