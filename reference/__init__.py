@@ -2,10 +2,10 @@
 
 from ssl_opt.hookspecs import hookimpl
 
-from . import linear_s3vm, manifold
+from . import lass, linear_s3vm, manifold
 from .cvxpy_solver import CvxpyReference, Formulation
 
-PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL]
+PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
 

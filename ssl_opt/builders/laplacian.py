@@ -40,7 +40,9 @@ def _validated_adjacency(W) -> sp.csr_matrix:
     Wm = as_float_matrix(W, "W")
     check_square(Wm, "W")
     Wm = sp.csr_matrix(Wm, dtype=np.float64)
-    Wm.sum_duplicates()
+    if not Wm.has_canonical_format:
+        Wm = Wm.copy()  # sum_duplicates works in place: never on the caller's matrix
+        Wm.sum_duplicates()
     if Wm.nnz and Wm.data.min() < 0:
         raise InvalidInputError(
             f"W must be non-negative (min weight {Wm.data.min():.3g}); graph edge weights must "

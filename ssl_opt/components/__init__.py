@@ -10,6 +10,7 @@ from .margin_losses import (
     SquaredHinge,
     get_margin_loss,
 )
+from .simplex import project_rows_to_simplex
 
 __all__ = [
     "MARGIN_LOSSES",
@@ -20,4 +21,5 @@ __all__ = [
     "Square",
     "SquaredHinge",
     "get_margin_loss",
+    "project_rows_to_simplex",
 ]

@@ -1,0 +1,70 @@
+"""Repeated solves with ``A = 2λL + ρI`` for many right-hand-side columns [002 §3.2].
+
+* :class:`FactorSolve` — one sparse LU of A in SuperLU's symmetric mode (no pivoting, the
+  symmetric minimum-degree ordering of ``AᵀA``-free ``A + Aᵀ``): for an SPD matrix this is a
+  Cholesky factorization in LU form; every later solve is two triangular sweeps for all K
+  columns at once. Fill grows with the graph's intrinsic dimension: a 10-NN graph of 10,000
+  points in 2-D factors in 0.03 s (0.5M entries), of 10-D Gaussian points in 17 s (37M).
+* :class:`BlockCG` — Jacobi-preconditioned conjugate gradients on all K columns at once (one
+  sparse matrix × dense block product per iteration), warm-started from the previous solution,
+  to a relative tolerance the caller can loosen while far from the optimum (inexact ADMM).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import splu
+
+
+class FactorSolve:
+    kind = "factor"
+
+    def __init__(self, A: sp.spmatrix):
+        self._lu = splu(sp.csc_matrix(A), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                        options={"SymmetricMode": True})
+        self.iterations = 0
+
+    @property
+    def fill(self) -> int:
+        return int(self._lu.L.nnz + self._lu.U.nnz)
+
+    def solve(self, B: np.ndarray, X0: np.ndarray | None = None, tol: float = 0.0) -> np.ndarray:
+        return self._lu.solve(B)
+
+
+class BlockCG:
+    kind = "cg"
+
+    def __init__(self, A: sp.spmatrix, max_iter: int = 1000):
+        self.A = sp.csr_matrix(A)
+        self.inv_diag = 1.0 / self.A.diagonal()
+        self.max_iter = max_iter
+        self.iterations = 0  # total CG iterations over all solves
+
+    def solve(self, B: np.ndarray, X0: np.ndarray | None = None, tol: float = 1e-10) -> np.ndarray:
+        X = np.zeros_like(B) if X0 is None else X0.copy()
+        R = B - self.A @ X
+        bnorm = np.linalg.norm(B, axis=0)
+        target = tol * np.where(bnorm > 0, bnorm, 1.0)
+        if np.all(np.linalg.norm(R, axis=0) <= target):
+            return X
+        Zp = self.inv_diag[:, None] * R
+        P = Zp.copy()
+        rz = np.einsum("ij,ij->j", R, Zp)
+        for _ in range(self.max_iter):
+            self.iterations += 1
+            AP = self.A @ P
+            pAp = np.einsum("ij,ij->j", P, AP)
+            alpha = np.divide(rz, pAp, out=np.zeros_like(rz), where=pAp > 0)
+            X += alpha * P
+            R -= alpha * AP
+            if np.all(np.linalg.norm(R, axis=0) <= target):
+                break
+            Zp = self.inv_diag[:, None] * R
+            rz_new = np.einsum("ij,ij->j", R, Zp)
+            beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0)
+            P *= beta
+            P += Zp
+            rz = rz_new
+        return X
