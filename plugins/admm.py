@@ -27,6 +27,7 @@ acceleration with memory 10 plus residual balancing cut the iterations from 1,16
 
 from __future__ import annotations
 
+import numbers
 import time
 
 import numpy as np
@@ -98,8 +99,7 @@ class ADMM(Solver):
         if linear_solver not in ("auto", "factor", "cg"):
             raise InvalidInputError(
                 f"linear_solver must be 'auto', 'factor' or 'cg', got {linear_solver!r}.")
-        if rho is not None and not (np.isscalar(rho) and float(rho) > 0):
-            raise InvalidInputError(f"rho must be a positive number or None, got {rho!r}.")
+        _check_options(rho, relax, anderson, tol, max_iter)
         start = time.perf_counter()
         N, K = problem.N, problem.K
         Z0 = Psi0 = None
@@ -143,6 +143,24 @@ class ADMM(Solver):
                               "linear_solver": sorted(kinds)})
 
 
+def _check_options(rho, relax, anderson, tol, max_iter) -> None:
+    def real(v):
+        return isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
+
+    if rho is not None and not (real(rho) and rho > 0):
+        raise InvalidInputError(f"rho must be a finite number > 0 or None, got {rho!r}.")
+    if not (real(relax) and 0 < relax < 2):
+        raise InvalidInputError(f"relax must be in (0, 2) (1: no relaxation), got {relax!r}.")
+    if not (isinstance(anderson, numbers.Integral) and not isinstance(anderson, bool)
+            and anderson >= 0):
+        raise InvalidInputError(f"anderson must be an integer >= 0 (0: off), got {anderson!r}.")
+    if not (real(tol) and tol > 0):
+        raise InvalidInputError(f"tol must be a finite number > 0, got {tol!r}.")
+    if not (isinstance(max_iter, numbers.Integral) and not isinstance(max_iter, bool)
+            and max_iter >= 1):
+        raise InvalidInputError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
+
+
 def _project(Z):
     from ssl_opt.components.simplex import project_rows_to_simplex
 
@@ -183,7 +201,8 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
     rho_changes = 0
     scale = max(1.0, float(np.abs(G).max()))
     g_sum = G.sum(axis=1)
-    state = {"X": None, "cg_tol": 1e-4}
+    # CG stops at an absolute residual: its error enters the stationarity residual directly.
+    state = {"X": None, "cg_atol": 1e-2 * scale}
     if Z0 is None:
         q = np.zeros((n, K))
     else:
@@ -198,7 +217,7 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
         nu = (rho / K) * YU.sum(axis=1) + (g_sum - rho) / K
         B = G + rho * YU - nu[:, None]
         B -= B.mean(axis=1, keepdims=True)  # = B − ρ/K: the part with zero row sums
-        X = linsolve.solve(B, state["X"], state["cg_tol"])
+        X = linsolve.solve(B, state["X"], 0.0, state["cg_atol"])
         X -= X.mean(axis=1, keepdims=True)  # exact row sums even after inexact solves
         state["X"] = X
         Z = X + 1.0 / K
@@ -209,8 +228,7 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
         r_d = rho * float(np.abs(Z - Y + U - U_new).max()) / scale
         return q_new, Z, -nu, -rho * U_new, r_p, r_d
 
-    memory_f: list[np.ndarray] = []
-    memory_g: list[np.ndarray] = []
+    aa = _AndersonMemory(n * K, anderson) if anderson else None
     g, Z, nu, Psi, r_p, r_d = T(q, rho)
     f = g - q
     f_norm = float(np.linalg.norm(f))
@@ -218,13 +236,8 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
     it = 1
     while it < max_iter:
         it += 1
-        if anderson and memory_f:
-            dF = np.stack(memory_f, axis=-1).reshape(-1, len(memory_f))
-            dG = np.stack(memory_g, axis=-1).reshape(-1, len(memory_g))
-            gram = dF.T @ dF
-            gram[np.diag_indices_from(gram)] += 1e-10 * max(float(np.trace(gram)), 1e-300)
-            gamma = np.linalg.solve(gram, dF.T @ f.ravel())
-            q_try = g - (dG @ gamma).reshape(n, K)
+        if aa is not None and aa.size:
+            q_try = aa.extrapolate(g, f)
             g_try, Z_try, nu_try, Psi_try, rp_try, rd_try = T(q_try, rho)
             f_try = g_try - q_try
             if float(np.linalg.norm(f_try)) <= f_norm:
@@ -233,8 +246,7 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
                 Z, nu, Psi, r_p, r_d = Z_try, nu_try, Psi_try, rp_try, rd_try
             else:  # safeguard: fall back to the plain step and restart the memory
                 rejected += 1
-                memory_f.clear()
-                memory_g.clear()
+                aa.clear()
                 it += 1
                 q_new = g
                 g_new, Z, nu, Psi, r_p, r_d = T(q_new, rho)
@@ -243,17 +255,13 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
             q_new = g
             g_new, Z, nu, Psi, r_p, r_d = T(q_new, rho)
             f_new = g_new - q_new
-        if anderson:
-            memory_f.append(f_new - f)
-            memory_g.append(g_new - g)
-            if len(memory_f) > anderson:
-                memory_f.pop(0)
-                memory_g.pop(0)
+        if aa is not None:
+            aa.push(f_new - f, g_new - g)
         q, g, f = q_new, g_new, f_new
         f_norm = float(np.linalg.norm(f))
         change = float(np.abs(Z - Z_prev).max())
         Z_prev = Z
-        state["cg_tol"] = min(1e-4, max(1e-14, 1e-4 * max(r_p, r_d)))
+        state["cg_atol"] = scale * max(0.1 * tol, 0.01 * max(r_p, r_d))
         if it % 10 == 0:
             history.append(component=component, iteration=it, primal_residual=r_p,
                            dual_residual=r_d, change=change, rho=rho,
@@ -273,8 +281,8 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
             # Keep Y and rescale the scaled multiplier U = q₋ (Ψ = −ρU is unchanged).
             q = np.maximum(q, 0.0) + np.minimum(q, 0.0) / factor
             linsolve = make_solver(rho)
-            memory_f.clear()
-            memory_g.clear()
+            if aa is not None:
+                aa.clear()
             g, Z, nu, Psi, r_p, r_d = T(q, rho)
             f = g - q
             f_norm = float(np.linalg.norm(f))
@@ -282,6 +290,38 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
     return {"Z": Z, "nu": nu, "Psi": Psi, "iterations": it, "rho": rho,
             "converged": converged, "anderson_accepted": accepted,
             "anderson_rejected": rejected}
+
+
+class _AndersonMemory:
+    """Type-II Anderson acceleration (Walker & Ni 2011) with ring buffers of the last ``m``
+    differences of residuals ``ΔF`` and of images ``ΔG`` (stored as rows); the Gram matrix
+    ``ΔFΔFᵀ`` is updated one row at a time, so a step costs O(m·NK)."""
+
+    def __init__(self, dim: int, m: int):
+        self.dF = np.zeros((m, dim))
+        self.dG = np.zeros((m, dim))
+        self.gram = np.zeros((m, m))
+        self.m, self.size, self.head = m, 0, 0
+
+    def clear(self) -> None:
+        self.size = self.head = 0
+
+    def push(self, df: np.ndarray, dg: np.ndarray) -> None:
+        j = self.head
+        self.dF[j] = df.ravel()
+        self.dG[j] = dg.ravel()
+        self.size = min(self.size + 1, self.m)
+        row = self.dF[: self.size] @ self.dF[j]
+        self.gram[j, : self.size] = row
+        self.gram[: self.size, j] = row
+        self.head = (j + 1) % self.m
+
+    def extrapolate(self, g: np.ndarray, f: np.ndarray) -> np.ndarray:
+        k = self.size
+        gram = self.gram[:k, :k].copy()
+        gram[np.diag_indices(k)] += 1e-10 * max(float(np.trace(gram)), 1e-300)
+        gamma = np.linalg.solve(gram, self.dF[:k] @ f.ravel())
+        return g - (gamma @ self.dG[:k]).reshape(g.shape)
 
 
 @hookimpl

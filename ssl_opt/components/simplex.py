@@ -14,6 +14,8 @@ import numpy as np
 def project_rows_to_simplex(V: np.ndarray) -> np.ndarray:
     """Rows of ``V`` (M×K) projected onto ``{z ≥ 0, Σz = 1}``."""
     V = np.atleast_2d(np.asarray(V, dtype=np.float64))
+    # Π(v + c1) = Π(v) for any c: shifting each row to max 0 keeps the threshold exact.
+    V = V - V.max(axis=1, keepdims=True)
     K = V.shape[1]
     U = -np.sort(-V, axis=1)
     css = np.cumsum(U, axis=1) - 1.0
