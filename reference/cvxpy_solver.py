@@ -20,7 +20,7 @@ from ssl_opt.solvers import Option, Solver
 DEFAULT_SOLVER_OPTIONS = {
     "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
     "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
-    "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 1_000_000, "polish": True},
+    "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 1_000_000, "polishing": True},
 }
 
 
