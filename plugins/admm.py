@@ -29,11 +29,13 @@ from __future__ import annotations
 
 import numbers
 import time
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 from scipy.sparse.linalg import eigsh, lobpcg
+from threadpoolctl import threadpool_limits
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
@@ -48,6 +50,9 @@ from .laplacian_solve import BlockCG, FactorSolve
 FACTOR_MAX_N = 5000
 FACTOR_MAX_FILL = 1e7  # 2-D, N = 100,000: 7.7M entries, factored in 0.8 s
 PROBE_SIZES = (2000, 4000)
+#: ... and below this multiple of nnz(2λL + ρI): above it block CG was faster (10-D, N = 10,000:
+#: predicted fill 35·nnz, factor 19 s against CG 6 s).
+FILL_PER_NNZ = 10.0
 #: Adaptive ρ changes at most this many times (each one refactorizes in factor mode).
 MAX_RHO_CHANGES = 30
 
@@ -60,7 +65,7 @@ def choose_linear_solver(L: sp.csr_matrix, lam: float, rho: float) -> str:
     ``e`` off their ratio, and predict ``fill(N) = fill(4000)·(N/4000)^e``. On 10-NN graphs:
     two moons, N = 100,000: e = 1.15, predicted 8.1M, measured 7.7M (0.9 s); 10-D Gaussian,
     N = 10,000: e = 2.5, predicted 37M, measured 37M (17 s). Factor when the prediction is
-    below ``FACTOR_MAX_FILL``.
+    below ``FACTOR_MAX_FILL`` and ``FILL_PER_NNZ·nnz(A)``.
     """
     n = L.shape[0]
     if n <= FACTOR_MAX_N:
@@ -74,7 +79,9 @@ def choose_linear_solver(L: sp.csr_matrix, lam: float, rho: float) -> str:
         fills.append(FactorSolve(A).fill)
     exponent = max(1.0, np.log(fills[1] / fills[0]) / np.log(PROBE_SIZES[1] / PROBE_SIZES[0]))
     predicted = fills[1] * (n / PROBE_SIZES[1]) ** exponent
-    return "factor" if predicted <= FACTOR_MAX_FILL else "cg"
+    # A solve with the factor costs ~2·fill per column; warm-started CG ~10 products with A.
+    nnz_A = L.nnz + n
+    return "factor" if predicted <= min(FACTOR_MAX_FILL, FILL_PER_NNZ * nnz_A) else "cg"
 
 
 def laplacian_extremes(L: sp.csr_matrix, seed: int = 0) -> tuple[float, float]:
@@ -89,7 +96,9 @@ def laplacian_extremes(L: sp.csr_matrix, seed: int = 0) -> tuple[float, float]:
     X = rng.standard_normal((n, 1))
     Y = np.ones((n, 1))
     M = sp.diags(1.0 / np.maximum(L.diagonal(), 1e-12))
-    vals = lobpcg(L, X, Y=Y, M=M, largest=False, tol=1e-3, maxiter=200)[0]
+    with warnings.catch_warnings():  # a rough μ₂ is enough to choose ρ
+        warnings.simplefilter("ignore", UserWarning)
+        vals = lobpcg(L, X, Y=Y, M=M, largest=False, tol=1e-2, maxiter=200)[0]
     return float(vals[0]), mu_max
 
 
@@ -104,7 +113,8 @@ class ADMM(Solver):
         "adaptive_rho": Option(True, "balance primal and dual residuals by rescaling ρ ×2 "
                                "(every 10 iterations at most, 30 times; False: fixed ρ)"),
         "relax": Option(1.0, "over-relaxation α in (0, 2): Y and U use αZ + (1 − α)Y "
-                        "(1: the paper's iteration; 1.5–1.8 usually converges faster)"),
+                        "(1: the paper's iteration; with Anderson acceleration on, 1.6 was "
+                        "1.7–2x slower in bench_lass.py)"),
         "anderson": Option(10, "Anderson acceleration memory (0: off, the plain iteration)"),
         "tol": Option(1e-9, "stop when max|Z − Y| and ρ max|ΔY|/max(1, max|G|) are below "
                       "this (stop='residuals'), or when max|ΔZ| is (stop='change')"),
@@ -152,10 +162,13 @@ class ADMM(Solver):
             kind = linear_solver
             if kind == "auto":
                 kind = choose_linear_solver(L, problem.lam, rho_c)
-            result = _admm_component(
-                L, G, problem.lam, rho_c, tol, stop, max_iter, kind, adaptive_rho, relax, anderson,
-                None if Z0 is None else Z0[idx], None if Psi0 is None else Psi0[idx],
-                history, start, verbose, component=int(c))
+            # One BLAS thread: the loop alternates sparse solves and small dense products,
+            # and idle pool threads spinning between them made it 2–5x slower (measured).
+            with threadpool_limits(1):
+                result = _admm_component(
+                    L, G, problem.lam, rho_c, tol, stop, max_iter, kind, adaptive_rho, relax,
+                    anderson, None if Z0 is None else Z0[idx], None if Psi0 is None else Psi0[idx],
+                    history, start, verbose, component=int(c))
             Z[idx], nu[idx], Psi[idx] = result["Z"], result["nu"], result["Psi"]
             iterations = max(iterations, result["iterations"])
             rhos.append(result["rho"])
