@@ -53,6 +53,8 @@ PROBE_SIZES = (2000, 4000)
 #: ... and below this multiple of nnz(2λL + ρI): above it block CG was faster (10-D, N = 10,000:
 #: predicted fill 35·nnz, factor 19 s against CG 6 s).
 FILL_PER_NNZ = 10.0
+#: CG stops at CG_FORCING × the current ADMM residual (times the scale of G).
+CG_FORCING = 0.3
 #: Adaptive ρ changes at most this many times (each one refactorizes in factor mode).
 MAX_RHO_CHANGES = 30
 
@@ -303,7 +305,7 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
         f_norm = float(np.linalg.norm(f))
         change = float(np.abs(Z - Z_prev).max())
         Z_prev = Z
-        state["cg_atol"] = scale * max(0.1 * tol, 0.01 * max(r_p, r_d))
+        state["cg_atol"] = scale * max(0.1 * tol, CG_FORCING * max(r_p, r_d))
         if it % 10 == 0:
             history.append(component=component, iteration=it, primal_residual=r_p,
                            dual_residual=r_d, change=change, rho=rho,
