@@ -37,9 +37,10 @@ from scipy.sparse.csgraph import breadth_first_order
 from scipy.sparse.linalg import eigsh, lobpcg
 from threadpoolctl import threadpool_limits
 
+from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.problems.lass import LASS
+from ssl_opt.problems.lass import LASS, lp_assignment
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -178,7 +179,7 @@ class ADMM(Solver):
             if not result["converged"]:
                 status = MAX_ITERATIONS
         if project:
-            Z = _project(Z)
+            Z = project_rows_to_simplex(Z)
         x = {"Z": Z, "nu": nu, "Psi": Psi}
         return Solution(x, problem.objective(x), status, iterations, 0.0, self.backend,
                         self.name, history,
@@ -205,16 +206,9 @@ def _check_options(rho, relax, anderson, tol, max_iter) -> None:
         raise InvalidInputError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
 
 
-def _project(Z):
-    from ssl_opt.components.simplex import project_rows_to_simplex
-
-    return project_rows_to_simplex(Z)
-
-
 def _isolated_items(G: np.ndarray):
     """LASS for an item without neighbours is the LP ``max gᵀz`` over the simplex."""
-    top = np.isclose(G, G.max(axis=1, keepdims=True), rtol=0, atol=1e-12)
-    Z = top / top.sum(axis=1, keepdims=True)
+    Z = lp_assignment(G)
     nu = -G.max(axis=1)
     Psi = G.max(axis=1, keepdims=True) - G  # −g − ν − ψ = 0
     return Z, nu, Psi

@@ -18,10 +18,10 @@ import cvxpy as cp
 import numpy as np
 
 from ssl_opt.problems.linear_s3vm import DAS3VM, TSVM, LinearSVM
-from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
+from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver
 
-from .cvxpy_solver import DEFAULT_SOLVER_OPTIONS, Formulation
+from .cvxpy_solver import DEFAULT_SOLVER_OPTIONS, Formulation, _failed
 
 #: Largest ``u`` the exhaustive reference accepts (924 labelings at u = 12).
 EXHAUSTIVE_MAX_U = 12
@@ -132,7 +132,3 @@ class ExhaustiveTSVM(Solver):
                               "second_best": float(ordered[1]) if len(values) > 1 else None,
                               "cvxpy_solver": cvxpy_solver})
 
-
-def _failed(problem, reason: str) -> Solution:
-    x = {k: np.full(shape, np.nan) for k, shape in problem.variables.items()}
-    return Solution(x, float("nan"), FAILED, 0, 0.0, "reference", "", info={"reason": reason})

@@ -96,6 +96,21 @@ def check_positive(value, name: str) -> float:
     return val
 
 
+def check_nonnegative(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidInputError(f"{name} must be a real number >= 0, got {value!r}.")
+    val = float(value)
+    if not np.isfinite(val) or val < 0:
+        raise InvalidInputError(f"{name} must be >= 0, got {value!r}.")
+    return val
+
+
+def check_bool(value, name: str) -> bool:
+    if not isinstance(value, (bool, np.bool_)):
+        raise InvalidInputError(f"{name} must be True or False, got {value!r}.")
+    return bool(value)
+
+
 def check_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise InvalidInputError(f"{name} must be one of {sorted(choices)}, got {value!r}.")

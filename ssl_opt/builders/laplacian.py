@@ -17,7 +17,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_float_matrix, check_square, check_symmetric
+from .._validation import as_float_matrix, check_bool, check_square, check_symmetric
 from ..exceptions import InvalidInputError
 from .graphs import knn_graph
 
@@ -28,12 +28,6 @@ def _check_power(power) -> int:
     if isinstance(power, bool) or not isinstance(power, numbers.Integral) or int(power) < 1:
         raise InvalidInputError(f"power must be an integer >= 1, got {power!r}.")
     return int(power)
-
-
-def _check_bool(value, name: str) -> bool:
-    if not isinstance(value, bool | np.bool_):
-        raise InvalidInputError(f"{name} must be True or False, got {value!r}.")
-    return bool(value)
 
 
 def _validated_adjacency(W) -> sp.csr_matrix:
@@ -98,7 +92,7 @@ def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
     -------
     scipy.sparse.csr_matrix, shape (n, n), float64, exactly symmetric.
     """
-    normalized = _check_bool(normalized, "normalized")
+    normalized = check_bool(normalized, "normalized")
     p = _check_power(power)
     Wm = _validated_adjacency(W)
     n = Wm.shape[0]
@@ -146,7 +140,7 @@ def graph_laplacian_from_data(
     See :func:`ssl_opt.builders.graphs.knn_graph` (``n_neighbors``, ``weights``, ``sigma``;
     union symmetrization) and :func:`laplacian` (``normalized``, ``power``).
     """
-    normalized = _check_bool(normalized, "normalized")
+    normalized = check_bool(normalized, "normalized")
     p = _check_power(power)
     W = knn_graph(X, n_neighbors=n_neighbors, weights=weights, sigma=sigma)
     return laplacian(W, normalized=normalized, power=p)

@@ -31,6 +31,13 @@ from ..exceptions import InvalidInputError
 from .base import Problem, Structure
 
 
+def lp_assignment(G: np.ndarray) -> np.ndarray:
+    """``argmax_{z ∈ simplex} gᵀz`` per row: uniform over the row's most similar categories
+    (LASS for an item without neighbours, [002 §2.1] with λ = 0)."""
+    top = np.isclose(G, G.max(axis=1, keepdims=True), rtol=0, atol=1e-12)
+    return top / top.sum(axis=1, keepdims=True)
+
+
 class LASS(Problem):
     """Laplacian assignment: ``min λ tr(ZᵀLZ) − tr(GᵀZ)`` over row-stochastic ``Z ≥ 0``.
 
@@ -182,7 +189,5 @@ class LASS(Problem):
         out[has] = project_rows_to_simplex(
             (WZ / safe + G_new / (2.0 * self.lam * safe))[has])
         if np.any(~has):
-            g = G_new[~has]
-            top = np.isclose(g, g.max(axis=1, keepdims=True), rtol=0, atol=1e-12)
-            out[~has] = top / top.sum(axis=1, keepdims=True)
+            out[~has] = lp_assignment(G_new[~has])
         return out

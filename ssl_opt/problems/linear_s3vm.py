@@ -24,7 +24,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, xlogy
 
-from .._validation import check_binary_labels, check_positive
+from .._validation import check_binary_labels, check_bool, check_nonnegative, check_positive
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
 from .linear_design import LinearDesign
@@ -42,21 +42,6 @@ def switch_gain(o: np.ndarray) -> np.ndarray:
     loss exactly when ``o_i < o_j`` [001 §3.1.2].
     """
     return np.maximum(0.0, 1.0 + o) ** 2 - np.maximum(0.0, 1.0 - o) ** 2
-
-
-def _check_bias(bias) -> bool:
-    if not isinstance(bias, (bool, np.bool_)):
-        raise InvalidInputError(f"bias must be True or False, got {bias!r}.")
-    return bool(bias)
-
-
-def _check_nonnegative(value, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise InvalidInputError(f"{name} must be a real number >= 0, got {value!r}.")
-    val = float(value)
-    if not np.isfinite(val) or val < 0:
-        raise InvalidInputError(f"{name} must be >= 0, got {value!r}.")
-    return val
 
 
 class LinearSVM(Problem):
@@ -77,7 +62,7 @@ class LinearSVM(Problem):
     family = "linear"
 
     def __init__(self, X, y, lam, cost=None, bias=True):
-        bias = _check_bias(bias)
+        bias = check_bool(bias, "bias")
         design = X if isinstance(X, LinearDesign) else LinearDesign(X, bias)
         y = check_binary_labels(y, "y", design.n)
         if design.n > y.size:
@@ -148,7 +133,7 @@ class _Transductive(Problem):
     family = "linear"
 
     def __init__(self, X, y, lam, lam_u, r=None, bias=True):
-        design = LinearDesign(X, _check_bias(bias))
+        design = LinearDesign(X, check_bool(bias, "bias"))
         y = check_binary_labels(y, "y", design.n)
         if y.size == design.n:
             raise InvalidInputError(
@@ -158,7 +143,7 @@ class _Transductive(Problem):
         self.design = design
         self.y = y
         self.lam = check_positive(lam, "lam")
-        self.lam_u = _check_nonnegative(lam_u, "lam_u")
+        self.lam_u = check_nonnegative(lam_u, "lam_u")
         self.l = y.size
         self.u = design.n - y.size
         self.n = design.n

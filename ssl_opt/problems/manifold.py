@@ -25,6 +25,7 @@ from scipy.sparse.linalg import LinearOperator
 from .._validation import (
     as_float_matrix,
     check_binary_labels,
+    check_bool,
     check_positive,
     check_square,
     check_symmetric,
@@ -77,9 +78,7 @@ class LapSVM(Problem):
         self.gamma_A = check_positive(gamma_A, "gamma_A")
         self.gamma_I = check_positive(gamma_I, "gamma_I")
         self.loss: MarginLoss = get_margin_loss(loss)
-        if not isinstance(bias, (bool, np.bool_)):
-            raise InvalidInputError(f"bias must be True or False, got {bias!r}.")
-        self.bias = bool(bias)
+        self.bias = check_bool(bias, "bias")
         self.n = n
         self.l = y.size
         self._freeze()
