@@ -20,8 +20,9 @@ has the linear program's solution (uniform over its most similar categories). ρ
 
 Acceleration (defaults, measured on 10-NN graphs of 1,000 points, K = 10, tol 1e-7): the
 iteration is a fixed-point map on one N×K matrix (see :func:`_admm_component`), and Anderson
-acceleration with memory 10 plus residual balancing cut the iterations from 1,163 / 2,013 /
-> 4,000 (λ = 0.1 / 1 / 10, plain iteration at the default ρ) to 237 / 204 / 1,015–1,262.
+acceleration with memory 10 plus residual balancing cut the iterations from 1,163 / 2,014 /
+> 4,000 (λ = 0.1 / 1 / 10, plain iteration at the default ρ) to 255 / 239 / 974
+(``python benchmarks/ablations.py``).
 ``anderson=0, adaptive_rho=False`` is the paper's plain iteration.
 """
 
@@ -65,9 +66,10 @@ def choose_linear_solver(L: sp.csr_matrix, lam: float, rho: float) -> str:
 
     Fill depends on the graph's intrinsic dimension, which sizes alone do not show. Factor two
     breadth-first balls of the graph (2,000 and 4,000 items), read the fill growth exponent
-    ``e`` off their ratio, and predict ``fill(N) = fill(4000)·(N/4000)^e``. On 10-NN graphs:
-    two moons, N = 100,000: e = 1.15, predicted 8.1M, measured 7.7M (0.9 s); 10-D Gaussian,
-    N = 10,000: e = 2.5, predicted 37M, measured 37M (17 s). Factor when the prediction is
+    ``e`` off their ratio, and predict ``fill(N) = fill(4000)·(N/4000)^e``. On 10-NN graphs
+    (predictions from development runs; fills and times from ``benchmarks/ablations.py``):
+    two moons, N = 100,000: e = 1.15, predicted 8.1M, actual 7.7M (0.8 s); 10-D Gaussian,
+    N = 10,000: e = 2.5, predicted 37M, actual 37M (17 s). Factor when the prediction is
     below ``FACTOR_MAX_FILL`` and ``FILL_PER_NNZ·nnz(A)``.
     """
     n = L.shape[0]

@@ -4,7 +4,8 @@
   symmetric minimum-degree ordering of ``AᵀA``-free ``A + Aᵀ``): for an SPD matrix this is a
   Cholesky factorization in LU form; every later solve is two triangular sweeps for all K
   columns at once. Fill grows with the graph's intrinsic dimension: a 10-NN graph of 10,000
-  points in 2-D factors in 0.03 s (0.5M entries), of 10-D Gaussian points in 17 s (37M).
+  points in 2-D factors in 0.05 s (0.5M entries), of 10-D Gaussian points in 17 s (37M)
+  (``python benchmarks/ablations.py``).
 * :class:`BlockCG` — Jacobi-preconditioned conjugate gradients on all K columns at once (one
   sparse matrix × dense block product per iteration), warm-started from the previous solution,
   to a relative tolerance the caller can loosen while far from the optimum (inexact ADMM).

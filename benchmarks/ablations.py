@@ -1,0 +1,133 @@
+"""Design measurements quoted in the docs, in one reproducible run (~4 minutes).
+
+1. MFN's inexact-Newton forcing term (0 vs 0.1) on synthetic text 100,000 x 20,000.
+2. TSVM with S = 1 vs S = 10,000 on synthetic text 40,000 x 10,000 (400 labeled rows).
+3. SuperLU fill and factor time of 2λL + ρI for 10-NN graphs of 2-D and 10-D data.
+4. ADMM acceleration (plain iteration vs Anderson + residual balancing) on 10-NN graphs of
+   1,000 points in 10-D, K = 10, for λ = 0.1 / 1 / 10.
+5. ADMM's block-CG stopping rule (CG_FORCING 0.01 vs 0.3) on bench_lass.py's N = 10,000 10-D
+   instance.
+
+Usage: ``python benchmarks/ablations.py [--skip-slow]`` (``--skip-slow`` drops the ~2-minute
+single-switch TSVM run).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+import ssl_opt.plugins.admm as admm
+from ssl_opt.plugins.laplacian_solve import FactorSolve
+from ssl_opt.plugins.mfn import mfn
+
+import ssl_opt
+from ssl_opt.builders import knn_graph
+from ssl_opt.builders.laplacian import laplacian
+from ssl_opt.datasets import two_moons
+from ssl_opt.problems import LASS, TSVM, LinearSVM
+from ssl_opt.text_datasets import synthetic_text
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_lass  # noqa: E402
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def mfn_forcing() -> None:
+    data = synthetic_text(100_000, 20_000, nnz_per_row=50, n_labeled=100_000, seed=0)
+    problem = LinearSVM(data.X, data.y, 1e-3)
+    print("\n== 1. MFN forcing, synthetic_text 100,000 x 20,000, 50 nnz/row, λ = 1e-3")
+    for forcing in (0.0, 0.1):
+        res, t = timed(lambda f=forcing: mfn(problem.design, problem.y, problem.cost,
+                                            problem.lam, tol=1e-7, forcing=f))
+        print(f"   forcing={forcing:<4} {t:6.2f} s  Newton {res.iterations:3d}  CGLS "
+              f"{res.cg_iterations:5d}  objective {res.objective:.10f}  stationarity "
+              f"{problem.kkt({'w': res.w})['stationarity']:.1e}")
+
+
+def tsvm_switching() -> None:
+    data = synthetic_text(40_000, 10_000, nnz_per_row=60, n_labeled=400, r=0.5, seed=0)
+    print("\n== 2. TSVM S = 10,000 vs S = 1, synthetic_text 40,000 x 10,000, l = 400, "
+          "λ = 1e-3, λ' = 1")
+    for S in (10_000, 1):
+        problem = TSVM(data.X, data.y, 1e-3, 1.0)
+        sol, t = timed(lambda p=problem, s=S: ssl_opt.solve(p, solver="tsvm", S=s))
+        print(f"   S={S:<6} {t:7.1f} s  MFN calls {sol.info['retrains']:5d}  switches "
+              f"{sol.info['switches']:5d}  objective {sol.objective:.6f}")
+
+
+def factor_fill() -> None:
+    print("\n== 3. SuperLU (symmetric mode, MMD on A + Aᵀ) of 2L + 0.1 I, 10-NN graphs")
+    rng = np.random.default_rng(0)
+    for n, dim in ((10_000, 2), (10_000, 10), (100_000, 2)):
+        X = two_moons(n=n, n_labeled=2, noise=0.1, seed=0).X if dim == 2 else \
+            rng.normal(size=(n, dim))
+        L = laplacian(knn_graph(X, n_neighbors=10))
+        factor, t = timed(lambda lap=L, m=n: FactorSolve(2.0 * lap + 0.1 * sp.identity(m)))
+        print(f"   N={n:<7} {dim:2d}-D  factor {t:6.2f} s  entries {factor.fill / 1e6:5.2f}M  "
+              f"auto chooses {admm.choose_linear_solver(L, 1.0, 0.1)}")
+
+
+def admm_acceleration() -> None:
+    print("\n== 4. ADMM iterations to tol 1e-7: plain iteration vs defaults (Anderson 10 + "
+          "residual balancing); 1,000 points in 10-D, 10 clusters, 20 % tagged, K = 10")
+    rng = np.random.default_rng(0)
+    K, N = 10, 1000
+    centers = rng.normal(size=(K, 10)) * 1.5
+    labels = rng.integers(0, K, N)
+    W = knn_graph(centers[labels] + rng.normal(size=(N, 10)), n_neighbors=10)
+    G = np.zeros((N, K))
+    known = rng.random(N) < 0.2
+    G[known, labels[known]] = 1.0
+    for lam in (0.1, 1.0, 10.0):
+        problem = LASS(W, G, lam)
+        plain = ssl_opt.solve(problem, solver="admm", tol=1e-7, max_iter=4000, anderson=0,
+                              adaptive_rho=False)
+        fast = ssl_opt.solve(problem, solver="admm", tol=1e-7, max_iter=4000)
+        print(f"   λ={lam:<5} plain {plain.iterations:5d} ({plain.status})   defaults "
+              f"{fast.iterations:5d} ({fast.status})")
+
+
+def cg_forcing() -> None:
+    args = bench_lass.parse_args([])
+    inst = bench_lass.clusters(10_000, 10, 10, args, seed=args.seed + 86)
+    problem = LASS(inst["W"], inst["G"], 0.1)
+    print("\n== 5. ADMM block-CG stopping rule, bench_lass.py's N = 10,000 10-D instance")
+    saved = admm.CG_FORCING
+    try:
+        for value in (0.01, 0.3):
+            admm.CG_FORCING = value
+            sol, t = timed(lambda: ssl_opt.solve(problem, solver="admm"))
+            print(f"   CG_FORCING={value:<5} {t:6.2f} s  iterations {sol.iterations}  "
+                  f"{sol.info['linear_solver']}  max KKT {max(problem.kkt(sol).values()):.1e}")
+    finally:
+        admm.CG_FORCING = saved
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--skip-slow", action="store_true", help="skip the S = 1 TSVM run")
+    args = parser.parse_args(argv)
+    start = time.perf_counter()
+    ssl_opt.solve(LinearSVM(np.eye(3), [1.0, -1.0, 1.0], 1.0), solver="mfn")  # load plugins
+    mfn_forcing()
+    if not args.skip_slow:
+        tsvm_switching()
+    factor_fill()
+    admm_acceleration()
+    cg_forcing()
+    print(f"\n# total {time.perf_counter() - start:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
