@@ -45,6 +45,7 @@ from ssl_opt.problems.lass import LASS, lp_assignment
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
 
+from .anderson import AndersonMemory
 from .laplacian_solve import BlockCG, FactorSolve
 
 #: ``linear_solver="auto"`` factorizes components up to this size, and larger ones when the
@@ -268,7 +269,7 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
         r_d = rho * float(np.abs(Z - Y + U - U_new).max()) / scale
         return q_new, Z, -nu, -rho * U_new, r_p, r_d
 
-    aa = _AndersonMemory(n * K, anderson) if anderson else None
+    aa = AndersonMemory(n * K, anderson) if anderson else None
     g, Z, nu, Psi, r_p, r_d = T(q, rho)
     f = g - q
     f_norm = float(np.linalg.norm(f))
@@ -330,38 +331,6 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
     return {"Z": Z, "nu": nu, "Psi": Psi, "iterations": it, "rho": rho,
             "converged": converged, "anderson_accepted": accepted,
             "anderson_rejected": rejected}
-
-
-class _AndersonMemory:
-    """Type-II Anderson acceleration (Walker & Ni 2011) with ring buffers of the last ``m``
-    differences of residuals ``ΔF`` and of images ``ΔG`` (stored as rows); the Gram matrix
-    ``ΔFΔFᵀ`` is updated one row at a time, so a step costs O(m·NK)."""
-
-    def __init__(self, dim: int, m: int):
-        self.dF = np.zeros((m, dim))
-        self.dG = np.zeros((m, dim))
-        self.gram = np.zeros((m, m))
-        self.m, self.size, self.head = m, 0, 0
-
-    def clear(self) -> None:
-        self.size = self.head = 0
-
-    def push(self, df: np.ndarray, dg: np.ndarray) -> None:
-        j = self.head
-        self.dF[j] = df.ravel()
-        self.dG[j] = dg.ravel()
-        self.size = min(self.size + 1, self.m)
-        row = self.dF[: self.size] @ self.dF[j]
-        self.gram[j, : self.size] = row
-        self.gram[: self.size, j] = row
-        self.head = (j + 1) % self.m
-
-    def extrapolate(self, g: np.ndarray, f: np.ndarray) -> np.ndarray:
-        k = self.size
-        gram = self.gram[:k, :k].copy()
-        gram[np.diag_indices(k)] += 1e-10 * max(float(np.trace(gram)), 1e-300)
-        gamma = np.linalg.solve(gram, self.dF[:k] @ f.ravel())
-        return g - (gamma @ self.dG[:k]).reshape(g.shape)
 
 
 @hookimpl

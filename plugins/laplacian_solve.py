@@ -15,24 +15,24 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import splu
+
+from ssl_opt.linalg import SPDFactor
 
 
 class FactorSolve:
     kind = "factor"
 
     def __init__(self, A: sp.spmatrix):
-        self._lu = splu(sp.csc_matrix(A), permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
-                        options={"SymmetricMode": True})
+        self._factor = SPDFactor(sp.csc_matrix(A))
         self.iterations = 0
 
     @property
     def fill(self) -> int:
-        return int(self._lu.L.nnz + self._lu.U.nnz)
+        return self._factor.fill
 
     def solve(self, B: np.ndarray, X0: np.ndarray | None = None, tol: float = 0.0,
               atol: float = 0.0) -> np.ndarray:
-        return self._lu.solve(B)
+        return self._factor.solve(B)
 
 
 class BlockCG:

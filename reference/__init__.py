@@ -2,10 +2,10 @@
 
 from ssl_opt.hookspecs import hookimpl
 
-from . import lass, linear_s3vm, manifold
+from . import lass, linear_s3vm, manifold, npkl
 from .cvxpy_solver import CvxpyReference, Formulation
 
-PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL]
+PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL, npkl.PRIMAL]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
 
@@ -23,6 +23,7 @@ def register_solvers():
             "Exact dual program in CVXPY (hinge LapSVM [000 §2.1]), with primal recovery.",
         ),
         linear_s3vm.ExhaustiveTSVM(),
+        npkl.BoundarySDP(),
     ]
 
 

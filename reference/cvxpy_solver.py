@@ -30,6 +30,8 @@ class Formulation:
     build: Callable
     recover: Callable
     missing: Callable = lambda problem: []  # noqa: E731
+    #: Predicted seconds for ``problem`` (None: the generic dense-QP estimate).
+    cost: Callable | None = None
 
 
 class CvxpyReference(Solver):
@@ -60,6 +62,9 @@ class CvxpyReference(Solver):
         return list(form.missing(problem))
 
     def predicted_time(self, problem) -> float:
+        form = self._formulation(problem)
+        if form is not None and form.cost is not None:
+            return float(form.cost(problem))
         n = problem.structure.sizes.get("n", 0)
         return 2e-2 + 3e-9 * n**3  # interior point on the dense primal QP, measured order
 

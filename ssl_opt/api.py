@@ -64,8 +64,9 @@ def select(problem: Problem, backend: str = "auto") -> Selection:
     ok = {name: s for name, s in table.items() if s.supports(problem)}
     unsupported = {name: s.missing(problem) for name, s in table.items() if name not in ok}
     predicted = {name: s.predicted_time(problem) for name, s in ok.items()}
+    # The fastest predicted reference; on a tie the primal "cvxpy" program.
     refs = sorted((n for n, s in ok.items() if s.backend == "reference"),
-                  key=lambda n: (n != "cvxpy", n))
+                  key=lambda n: (_finite(predicted[n]), n != "cvxpy", n))
     fast = sorted((n for n, s in ok.items() if s.backend == "fast"), key=lambda n: predicted[n])
     n = problem.structure.sizes.get("n", 0)
 
@@ -131,6 +132,10 @@ def reference_for(problem: Problem) -> tuple[Solution | None, str]:
         return None, f"the reference solver failed: {ref.info.get('reason')}"
     _reference_cache[problem] = ref
     return ref, ""
+
+
+def _finite(seconds: float) -> float:
+    return seconds if seconds == seconds else float("inf")  # NaN (no model) sorts last
 
 
 def _nothing_applies(problem, kind, unsupported) -> UnsupportedProblemError:

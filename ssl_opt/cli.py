@@ -10,6 +10,7 @@ from . import registry
 from .api import list_solvers, solve
 from .certificate import certify
 from .exceptions import UnsupportedProblemError
+from .solution import OPTIMAL
 
 
 def _table(rows: list[list[str]], header: list[str]) -> str:
@@ -54,9 +55,15 @@ def certify_example(example, stream=None) -> list[list[str]]:
         if cert.objective_gap is not None and not problem.structure.convex:
             gap += " (global)"
         resid = max(cert.residuals.values()) if cert.residuals else float("nan")
+        if cert.passed:
+            verdict = "PASS"
+        elif sol.status != OPTIMAL:
+            # The certificate confirms what the solver said (e.g. BCD on the hinge loss).
+            verdict = f"NOT OPTIMAL (solver status {sol.status!r}): " + "; ".join(cert.reasons)
+        else:
+            verdict = "FAIL: " + "; ".join(cert.reasons)
         rows.append([example.name, name, solver.backend, f"{sol.time:.3f}", sol.iterations,
-                     f"{sol.objective:.10g}", gap, f"{resid:.1e}",
-                     "PASS" if cert.passed else "FAIL: " + "; ".join(cert.reasons)])
+                     f"{sol.objective:.10g}", gap, f"{resid:.1e}", verdict])
         if stream is not None:
             print(f"  {example.name}: {name} done", file=stream)
     return rows
@@ -80,9 +87,11 @@ def cmd_certify(args) -> int:
         print("\n(global): non-convex instance; gap to the global optimum found by enumeration, "
               "reported for information (the certificate checks the inner convex problem and "
               "block optimality)")
-    failed = sum(not r[-1].startswith("PASS") for r in rows)
-    print(f"\n{len(rows) - failed} passed, {failed} failed "
-          f"({len(examples)} instances, {time.perf_counter() - start:.1f} s)")
+    failed = sum(r[-1].startswith("FAIL") for r in rows)
+    honest = sum(r[-1].startswith("NOT OPTIMAL") for r in rows)
+    print(f"\n{len(rows) - failed - honest} passed, {honest} not optimal as their solver "
+          f"reported, {failed} failed ({len(examples)} instances, "
+          f"{time.perf_counter() - start:.1f} s)")
     return 1 if failed else 0
 
 

@@ -1,0 +1,329 @@
+r"""BCD for NPKL on the boundary kernel [003 §3.2, Alg. 1].
+
+The problem is reduced to the constrained points (:class:`BoundaryReduction`, [003 Prop. 1])
+and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq. 5]. Each column
+``v_i`` is then updated exactly, Gauss–Seidel style. With ``a = Δ̃_ii``,
+``b = Σ_{k≠i} Δ̃_ik v_k`` and ``A = [T_ij v_j]_{j∈T(i)}`` (r×k), half of Ω restricted to
+``v_i`` is ``½a‖v‖² + bᵀv + (C/2) Σ_j ℓ(T_ij vᵀv_j)`` [003 eq. 6], whose minimizer is:
+
+* square loss (closed form [003 eq. 11]): ``(aI + C AAᵀ) v = C A1 − b``, solved through
+  Sherman–Morrison–Woodbury as ``v = (w − A (AᵀA + (a/C)I)⁻¹ Aᵀw)/a``, ``w = C A1 − b``
+  (a k×k system; k is the number of pairs of point i);
+* squared hinge [003 eq. 10]: ``v = (Aα − b)/a`` with ``α ≥ 0`` minimizing
+  ``½αᵀ(AᵀA + (a/C)I)α − αᵀ(Aᵀb + a1)`` — a non-negative least-squares problem
+  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖`` solved exactly (Lawson–Hanson);
+* hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)`` (the paper's is twice that): the
+  same with ``AᵀA`` and the box ``0 ≤ α ≤ C/2``, solved exactly as a bounded least-squares
+  problem (BVLS) when A has full column rank, by dual coordinate descent otherwise.
+
+The pair multiplier of the full problem is ``y_p = α_p^{(i)} + α_p^{(j)}`` (each end's dual),
+which at a stationary point is ``−C ℓ'(t_p)``. Columns are processed in blocks: the block's
+products with ``Δ̃`` are one matrix product, and updates made earlier in the block are added
+back exactly, so the iteration is the paper's Gauss–Seidel sweep at BLAS-3 speed.
+The rank defaults to the largest ``s`` with ``s(s+1)/2 ≤ m`` [003 Prop. 3]. The start is
+``V = U[0,1)^{r×l}/√r`` from a seeded generator (the paper uses MATLAB's ``rand(r, l)``).
+Stopping: ``‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)`` (the paper's rule, relative) or ``max_iter``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import time
+
+import numpy as np
+from scipy.optimize import nnls
+
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.hookspecs import hookimpl
+from ssl_opt.problems.npkl import NPKL, extreme_eigenvalues
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.solvers import Option, Solver
+
+from .anderson import AndersonMemory
+
+#: A converged V is reported optimal only if λ_min(G̃) ≥ −GLOBAL_TOL·max Δ̃_ii, where G̃ is the
+#: reduced problem's gradient matrix: the Burer–Monteiro certificate that the fixed point of
+#: the factored problem solves the SDP.
+GLOBAL_TOL = 1e-6
+#: Columns per block of the Gauss–Seidel sweep (the block's Δ̃ products are one GEMM).
+BLOCK = 64
+
+
+def default_rank(m: int) -> int:
+    """The largest ``s`` with ``s(s+1)/2 ≤ m`` [003 Prop. 3]."""
+    s = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
+    while (s + 1) * (s + 2) // 2 <= m:
+        s += 1
+    while s > 1 and s * (s + 1) // 2 > m:
+        s -= 1
+    return max(1, s)
+
+
+class BCD(Solver):
+    name = "bcd"
+    problem_types = (NPKL,)
+    tolerance_family = "iterative"
+    description = ("Block coordinate descent on the factored boundary kernel Z_BD = VᵀV "
+                   "[003 Alg. 1]: exact column updates (closed form or tiny dual QPs).")
+    options = {
+        "rank": Option(None, "rank r of V; default from [003 Prop. 3]"),
+        "tol": Option(1e-6, "stop when ‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)"),
+        "max_iter": Option(2000, "maximum number of sweeps over the columns"),
+        "seed": Option(0, "seed of the initial V"),
+        "warm_start": Option(None, "initial V (r×l), or a Solution / dict carrying 'V'"),
+        "anderson": Option(5, "Anderson acceleration memory over sweeps (0: the paper's plain "
+                              "iteration); a step is kept only if it lowers Ω"),
+        "verbose": Option(False, "print one line per 10 sweeps"),
+    }
+
+    def predicted_time(self, problem) -> float:
+        """About 30 sweeps (Anderson on) of one l×l GEMM pair plus ~25 µs of Python per column,
+        after the reduction's solves (measured: l = 135 in 0.09 s; n = 10,000, m = 3,000,
+        l = 4,496 in 6 s + 7 s)."""
+        sizes = problem.structure.sizes
+        n, l, nnz = sizes["n"], sizes["l"], sizes["nnz_Delta"]
+        r = default_rank(sizes["m"])
+        reduction = 1.6e-8 * l * nnz * (n - l) / max(n, 1)
+        return 0.02 + reduction + 30 * (4e-11 * r * l * l + 2.5e-5 * l)
+
+    def _solve(self, problem: NPKL, rank, tol, max_iter, seed, warm_start, anderson,
+               verbose) -> Solution:
+        tol = _check_real(tol, "tol", low=0.0)
+        max_iter = _check_int(max_iter, "max_iter", 1)
+        anderson = _check_int(anderson, "anderson", 0)
+        reduction = problem.boundary_reduction()
+        reduced = reduction.reduced
+        l = reduced.n
+        r = default_rank(problem.m) if rank is None else _check_int(rank, "rank", 1)
+        V = _initial_V(warm_start, r, l, seed)
+        r = V.shape[0]
+        sweep = _Sweep(reduced)
+        aa = AndersonMemory(V.size, anderson) if anderson else None
+        history = History()
+        start = time.perf_counter()
+        status = MAX_ITERATIONS
+        accepted = rejected = 0
+        x = V
+        g = sweep.run(x)
+        f = g - x
+        objective, stationarity = sweep.measure(g)
+        it = 1
+        while True:
+            change = float(np.linalg.norm(f)) / max(1.0, float(np.linalg.norm(x)))
+            history.append(iteration=it, objective=objective, change=change,
+                           stationarity=stationarity, time=time.perf_counter() - start)
+            if verbose and (it % 10 == 0 or it == 1):
+                print(f"bcd {it:5d}  objective {objective:.10g}  change {change:.2e}  "
+                      f"stationarity {stationarity:.2e}", flush=True)
+            if change <= tol:
+                status = OPTIMAL
+                break
+            if it >= max_iter:
+                break
+            it += 1
+            x_new = g
+            if aa is not None and aa.size:
+                x_try = aa.extrapolate(g, f)
+                g_try = sweep.run(x_try)
+                measured = sweep.measure(g_try)
+                if measured[0] <= objective:  # safeguard: Ω stays monotone, as in plain BCD
+                    accepted += 1
+                    x_new, g_new = x_try, g_try
+                else:
+                    rejected += 1
+                    aa.clear()
+                    it += 1
+            if x_new is g:
+                g_new = sweep.run(g)
+                measured = sweep.measure(g_new)
+            f_new = g_new - x_new
+            if aa is not None:
+                aa.push(f_new - f, g_new - g)
+            x, g, f = x_new, g_new, f_new
+            objective, stationarity = measured
+        V = g
+        y = sweep.pair_multipliers(V)
+        g_min = reduced_gradient_min(reduced, y)
+        if status == OPTIMAL and g_min < -GLOBAL_TOL * max(1.0, float(np.abs(sweep.diag).max())):
+            # A fixed point of the factored problem that is not a minimizer of the SDP: the
+            # hinge case of [003 Fig. 1]. Say so rather than report an optimum.
+            status = STALLED
+        Phi = reduction.lift_factor(V.T)
+        x = {"Z": Phi @ Phi.T, "V": V, "Z_BD": V.T @ V, "Phi": Phi, "y": y}
+        return Solution(x=x, objective=float("nan"), status=status, iterations=it, time=0.0,
+                        backend=self.backend, solver=self.name, history=history,
+                        info={"rank": r, "constrained_points": l, "reduced_gradient_min": g_min,
+                              "anderson_accepted": accepted, "anderson_rejected": rejected,
+                              "reduced_objective": history.rows[-1]["objective"]})
+
+
+class _Sweep:
+    """One Gauss–Seidel pass over the columns of V for the reduced problem."""
+
+    def __init__(self, reduced: NPKL):
+        self.D = np.ascontiguousarray(reduced.Delta)
+        self.diag = np.diag(self.D).copy()
+        self.C = reduced.C
+        self.loss = reduced.loss
+        self.loss_fn = reduced.loss_fn
+        self.pairs, self.T = reduced.pairs, reduced.labels
+        l, m = reduced.n, reduced.m
+        ends = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
+        order = np.argsort(ends, kind="stable")
+        self.other = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]])[order]
+        self.sign = np.concatenate([self.T, self.T])[order]
+        self.slot = order  # position of each (end, pair) in the 2m-vector of half multipliers
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=l))])
+        self.alpha = np.zeros(2 * m)
+        self.m = m
+
+    def run(self, V0: np.ndarray) -> np.ndarray:
+        """The sweep's image of ``V0`` (a new array)."""
+        V = V0.copy()
+        D, l = self.D, V.shape[1]
+        for start in range(0, l, BLOCK):
+            end = min(l, start + BLOCK)
+            B = D[start:end] @ V.T  # Δ̃[i, :] V ᵀ for the block, with V as it was at `start`
+            old = V[:, start:end].copy()
+            for i in range(start, end):
+                c = i - start
+                b = B[c] - self.diag[i] * V[:, i]
+                if c:
+                    b += (V[:, start:i] - old[:, :c]) @ D[i, start:i]
+                V[:, i] = self._update(i, b, V)
+        return V
+
+    def _update(self, i: int, b: np.ndarray, V: np.ndarray) -> np.ndarray:
+        lo, hi = self.ptr[i], self.ptr[i + 1]
+        a, C = self.diag[i], self.C
+        A = V[:, self.other[lo:hi]] * self.sign[lo:hi]
+        k = hi - lo
+        if self.loss == "square":
+            w = C * A.sum(axis=1) - b
+            if k == 1:
+                u = A[:, 0]
+                return (w - u * (u @ w) / (u @ u + a / C)) / a
+            Gk = A.T @ A
+            Gk[np.diag_indices(k)] += a / C
+            return (w - A @ np.linalg.solve(Gk, A.T @ w)) / a
+        q = A.T @ b + a
+        if self.loss == "squared_hinge":
+            if k == 1:
+                alpha = np.maximum(0.0, q / (A[:, 0] @ A[:, 0] + a / C))
+            else:
+                M = np.vstack([A, np.sqrt(a / C) * np.eye(k)])
+                rhs = np.concatenate([b, np.full(k, np.sqrt(a * C))])
+                alpha = nnls(M, rhs)[0]
+        else:
+            alpha = _box_qp(A, q, C / 2.0, self.alpha[self.slot[lo:hi]])
+        self.alpha[self.slot[lo:hi]] = alpha
+        return (A @ alpha - b) / a
+
+    def pair_multipliers(self, V: np.ndarray) -> np.ndarray:
+        """Hinge: ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses: ``−C ℓ'(t_p)``."""
+        if self.loss == "hinge":
+            return self.alpha[: self.m] + self.alpha[self.m:]
+        return -self.C * self.loss_fn.derivative(self.margins(V))
+
+    def margins(self, V: np.ndarray) -> np.ndarray:
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        return self.T * np.einsum("ri,ri->i", V[:, i], V[:, j])
+
+    def measure(self, V: np.ndarray) -> tuple[float, float]:
+        """Reduced objective Ω(VᵀV) and relative stationarity ``‖V G̃‖_F / max(1, ‖VΔ̃‖_F)``."""
+        M = V @ self.D
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        t = self.margins(V)
+        objective = float(np.sum(V * M)) + self.C * float(np.sum(self.loss_fn.value(t)))
+        y = self.pair_multipliers(V)
+        grad = M.copy()  # V G̃ with G̃ = Δ̃ − Σ y_p T_p (E_ij + E_ji)/2
+        w = 0.5 * y * self.T
+        np.subtract.at(grad.T, i, (w * V[:, j]).T)
+        np.subtract.at(grad.T, j, (w * V[:, i]).T)
+        return objective, float(np.linalg.norm(grad)) / max(1.0, float(np.linalg.norm(M)))
+
+
+def reduced_gradient_min(reduced: NPKL, y: np.ndarray) -> float:
+    """``λ_min(G̃)`` of the boundary problem at multipliers ``y``."""
+    return extreme_eigenvalues(reduced.gradient_matrix(y))[0]
+
+
+def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> np.ndarray:
+    """``argmin ½αᵀAᵀAα − qᵀα`` over ``0 ≤ α ≤ upper`` (the hinge column dual).
+
+    k = 1 in closed form. Otherwise projected coordinate descent warm-started from the
+    column's previous multipliers, each sweep followed by a Newton step on the free variables
+    (minimum-norm least squares: AᵀA is singular when the neighbours' columns are parallel,
+    which hinge solutions produce), kept when it lowers the objective; stops when the box-QP
+    KKT conditions hold to ``1e-12`` relative (the active set is then exact).
+    """
+    k = A.shape[1]
+    P = A.T @ A
+    if k == 1:
+        p = P[0, 0]
+        if p <= 0:
+            return np.array([upper if q[0] > 0 else 0.0])
+        return np.array([min(max(q[0] / p, 0.0), upper)])
+    alpha = np.clip(alpha0, 0.0, upper)
+    diag = np.diag(P)
+    tol = 1e-12 * max(1.0, float(np.abs(q).max()), float(diag.max()) * upper)
+    for _ in range(200):
+        g = P @ alpha - q
+        violation = np.where(alpha <= 0.0, np.maximum(0.0, -g),
+                             np.where(alpha >= upper, np.maximum(0.0, g), np.abs(g)))
+        if violation.max() <= tol:
+            break
+        for s in range(k):
+            if diag[s] > 0:
+                alpha[s] = min(max(alpha[s] - (P[s] @ alpha - q[s]) / diag[s], 0.0), upper)
+            else:
+                alpha[s] = upper if q[s] > 0 else 0.0
+        free = (alpha > 0.0) & (alpha < upper)
+        if free.any():
+            rhs = q[free] - P[np.ix_(free, ~free)] @ alpha[~free]
+            trial = alpha.copy()
+            trial[free] = np.clip(np.linalg.lstsq(P[np.ix_(free, free)], rhs, rcond=None)[0],
+                                  0.0, upper)
+            if _qp_value(P, q, trial) <= _qp_value(P, q, alpha):
+                alpha = trial
+    return alpha
+
+
+def _qp_value(P: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> float:
+    return 0.5 * float(alpha @ P @ alpha) - float(q @ alpha)
+
+
+def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:
+    if warm_start is not None:
+        V = warm_start
+        values = getattr(V, "x", V)
+        if isinstance(values, dict):
+            if "V" not in values:
+                raise InvalidInputError("warm_start must carry the BCD factor 'V' (r×l).")
+            V = values["V"]
+        V = np.array(V, dtype=np.float64)
+        if V.ndim != 2 or V.shape[1] != l or not np.all(np.isfinite(V)):
+            raise InvalidInputError(
+                f"warm_start V must be a finite (r, {l}) array (l = constrained points), "
+                f"got shape {V.shape}.")
+        return V
+    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
+        raise InvalidInputError(f"seed must be an integer, got {seed!r}.")
+    return np.random.default_rng(int(seed)).random((r, l)) / np.sqrt(r)
+
+
+def _check_int(value, name: str, low: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
+        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}.")
+    return int(value)
+
+
+def _check_real(value, name: str, low: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= low:
+        raise InvalidInputError(f"{name} must be a real number >= {low}, got {value!r}.")
+    return float(value)
+
+
+@hookimpl
+def register_solvers():
+    return [BCD()]

@@ -1,0 +1,27 @@
+"""Built-in small NPKL instances, for ``ssl-opt certify`` (a plugin)."""
+
+from __future__ import annotations
+
+from ..builders import knn_graph
+from ..examples import Example
+from ..hookspecs import hookimpl
+from ..npkl_data import double_spiral, paper_constraint_count, pairwise_constraints
+from .npkl import NPKL
+
+
+def _spiral(loss: str, n: int = 60):
+    def build():
+        data = double_spiral(n=n, seed=0)
+        pairs, labels = pairwise_constraints(data.y, paper_constraint_count(n) // 2, seed=0)
+        return NPKL(knn_graph(data.X, n_neighbors=5), pairs, labels, C=1.0, loss=loss)
+
+    return build
+
+
+@hookimpl
+def register_examples():
+    return [
+        Example(f"npkl-spiral-{loss.replace('_', '-')}", "npkl",
+                f"NPKL ({loss} loss), double spiral n=60, 36 pairs, 5-NN graph", _spiral(loss))
+        for loss in ("square", "squared_hinge", "hinge")
+    ]
