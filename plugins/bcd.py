@@ -13,8 +13,8 @@ and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq
   ``½αᵀ(AᵀA + (a/C)I)α − αᵀ(Aᵀb + a1)`` — a non-negative least-squares problem
   ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖`` solved exactly (Lawson–Hanson);
 * hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)`` (the paper's is twice that): the
-  same with ``AᵀA`` and the box ``0 ≤ α ≤ C/2``, solved exactly as a bounded least-squares
-  problem (BVLS) when A has full column rank, by dual coordinate descent otherwise.
+  same with ``AᵀA`` and the box ``0 ≤ α ≤ C/2``, solved exactly by a primal active-set method
+  (:func:`_box_qp`).
 
 The pair multiplier of the full problem is ``y_p = α_p^{(i)} + α_p^{(j)}`` (each end's dual),
 which at a stationary point is ``−C ℓ'(t_p)``. Columns are processed in blocks: the block's
@@ -176,48 +176,52 @@ class _Sweep:
         self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=l))])
         self.alpha = np.zeros(2 * m)
         self.m = m
+        # Per column i: the other ends of its pairs, their signs (k×1) and multiplier slots.
+        self.columns = [(self.other[lo:hi], self.sign[lo:hi, None], self.slot[lo:hi])
+                        for lo, hi in zip(self.ptr[:-1], self.ptr[1:], strict=True)]
 
     def run(self, V0: np.ndarray) -> np.ndarray:
-        """The sweep's image of ``V0`` (a new array)."""
-        V = V0.copy()
-        D, l = self.D, V.shape[1]
+        """The sweep's image of ``V0`` (r×l; a new array). Works on ``U = Vᵀ`` (l×r, one
+        contiguous row per column of V)."""
+        U = np.array(V0.T, order="C")
+        D, l, diag = self.D, U.shape[0], self.diag
         for start in range(0, l, BLOCK):
             end = min(l, start + BLOCK)
-            B = D[start:end] @ V.T  # Δ̃[i, :] V ᵀ for the block, with V as it was at `start`
-            old = V[:, start:end].copy()
+            B = D[start:end] @ U  # rows Δ̃[i, :] U for the block, U as it was at `start`
+            old = U[start:end].copy()
             for i in range(start, end):
                 c = i - start
-                b = B[c] - self.diag[i] * V[:, i]
+                b = B[c] - diag[i] * U[i]
                 if c:
-                    b += (V[:, start:i] - old[:, :c]) @ D[i, start:i]
-                V[:, i] = self._update(i, b, V)
-        return V
+                    b += D[i, start:i] @ (U[start:i] - old[:c])
+                U[i] = self._update(i, b, U)
+        return U.T
 
-    def _update(self, i: int, b: np.ndarray, V: np.ndarray) -> np.ndarray:
-        lo, hi = self.ptr[i], self.ptr[i + 1]
+    def _update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
+        others, sign, slot = self.columns[i]
         a, C = self.diag[i], self.C
-        A = V[:, self.other[lo:hi]] * self.sign[lo:hi]
-        k = hi - lo
+        A = U[others] * sign  # k×r: rows T_ij v_j
+        k = A.shape[0]
         if self.loss == "square":
-            w = C * A.sum(axis=1) - b
+            w = C * A.sum(axis=0) - b
             if k == 1:
-                u = A[:, 0]
+                u = A[0]
                 return (w - u * (u @ w) / (u @ u + a / C)) / a
-            Gk = A.T @ A
-            Gk[np.diag_indices(k)] += a / C
-            return (w - A @ np.linalg.solve(Gk, A.T @ w)) / a
-        q = A.T @ b + a
+            Gk = A @ A.T
+            Gk.flat[:: k + 1] += a / C
+            return (w - np.linalg.solve(Gk, A @ w) @ A) / a
+        q = A @ b + a
         if self.loss == "squared_hinge":
             if k == 1:
-                alpha = np.maximum(0.0, q / (A[:, 0] @ A[:, 0] + a / C))
+                alpha = np.maximum(0.0, q / (A[0] @ A[0] + a / C))
             else:
-                M = np.vstack([A, np.sqrt(a / C) * np.eye(k)])
+                M = np.vstack([A.T, np.sqrt(a / C) * np.eye(k)])
                 rhs = np.concatenate([b, np.full(k, np.sqrt(a * C))])
                 alpha = nnls(M, rhs)[0]
         else:
-            alpha = _box_qp(A, q, C / 2.0, self.alpha[self.slot[lo:hi]])
-        self.alpha[self.slot[lo:hi]] = alpha
-        return (A @ alpha - b) / a
+            alpha = _box_qp(A.T, q, C / 2.0, self.alpha[slot])
+        self.alpha[slot] = alpha
+        return (alpha @ A - b) / a
 
     def pair_multipliers(self, V: np.ndarray) -> np.ndarray:
         """Hinge: ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses: ``−C ℓ'(t_p)``."""
@@ -249,13 +253,16 @@ def reduced_gradient_min(reduced: NPKL, y: np.ndarray) -> float:
 
 
 def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> np.ndarray:
-    """``argmin ½αᵀAᵀAα − qᵀα`` over ``0 ≤ α ≤ upper`` (the hinge column dual).
+    """``argmin ½αᵀPα − qᵀα`` over ``0 ≤ α ≤ upper`` with ``P = AᵀA`` (the hinge column dual).
 
-    k = 1 in closed form. Otherwise projected coordinate descent warm-started from the
-    column's previous multipliers, each sweep followed by a Newton step on the free variables
-    (minimum-norm least squares: AᵀA is singular when the neighbours' columns are parallel,
-    which hinge solutions produce), kept when it lowers the objective; stops when the box-QP
-    KKT conditions hold to ``1e-12`` relative (the active set is then exact).
+    k = 1 in closed form. Otherwise a primal active-set method (Nocedal & Wright §16.5) from
+    the column's previous multipliers, exact up to round-off and finite: on the free set F,
+    the Newton step solves ``P_FF p = −g_F`` (minimum-norm least squares, since P is singular
+    when the neighbours' columns are parallel, which hinge solutions produce); if ``g_F`` has a
+    component in the null space of ``P_FF`` that component is a zero-curvature descent
+    direction, followed to the box. A step is cut at the first bound it meets, which joins the
+    working set; at a stationary point of the face, the bound with the most negative
+    multiplier leaves it, and when none is negative the KKT conditions hold.
     """
     k = A.shape[1]
     P = A.T @ A
@@ -265,32 +272,42 @@ def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> n
             return np.array([upper if q[0] > 0 else 0.0])
         return np.array([min(max(q[0] / p, 0.0), upper)])
     alpha = np.clip(alpha0, 0.0, upper)
-    diag = np.diag(P)
-    tol = 1e-12 * max(1.0, float(np.abs(q).max()), float(diag.max()) * upper)
-    for _ in range(200):
+    fixed = (alpha <= 0.0) | (alpha >= upper)
+    scale = max(1.0, float(np.abs(q).max()), float(np.diag(P).max()) * upper)
+    tol = 1e-12 * scale
+    for _ in range(50 * k):
         g = P @ alpha - q
-        violation = np.where(alpha <= 0.0, np.maximum(0.0, -g),
-                             np.where(alpha >= upper, np.maximum(0.0, g), np.abs(g)))
-        if violation.max() <= tol:
+        free = np.flatnonzero(~fixed)
+        step = None
+        if free.size:
+            P_FF, g_F = P[np.ix_(free, free)], g[free]
+            p = np.linalg.lstsq(P_FF, -g_F, rcond=None)[0]
+            null_part = P_FF @ p + g_F
+            newton = float(np.abs(null_part).max()) <= 1e-10 * max(1.0, float(np.abs(g_F).max()))
+            if not newton:
+                p = -null_part
+            if float(np.abs(p).max()) > 1e-15 * max(1.0, upper):
+                step = (free, p, newton)
+        if step is not None:
+            free, p, newton = step
+            a_F = alpha[free]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                limits = np.where(p < 0, -a_F / p, np.where(p > 0, (upper - a_F) / p, np.inf))
+            block = int(np.argmin(limits))
+            t = min(1.0, limits[block]) if newton else limits[block]
+            alpha[free] = np.clip(a_F + t * p, 0.0, upper)
+            if not newton or limits[block] <= 1.0:
+                s = free[block]
+                alpha[s] = 0.0 if p[block] < 0 else upper
+                fixed[s] = True
+            continue
+        multiplier = np.where(alpha <= 0.0, g, -g)  # ≥ 0 at an optimum for the fixed bounds
+        multiplier[~fixed] = np.inf
+        worst = int(np.argmin(multiplier))
+        if multiplier[worst] >= -tol:
             break
-        for s in range(k):
-            if diag[s] > 0:
-                alpha[s] = min(max(alpha[s] - (P[s] @ alpha - q[s]) / diag[s], 0.0), upper)
-            else:
-                alpha[s] = upper if q[s] > 0 else 0.0
-        free = (alpha > 0.0) & (alpha < upper)
-        if free.any():
-            rhs = q[free] - P[np.ix_(free, ~free)] @ alpha[~free]
-            trial = alpha.copy()
-            trial[free] = np.clip(np.linalg.lstsq(P[np.ix_(free, free)], rhs, rcond=None)[0],
-                                  0.0, upper)
-            if _qp_value(P, q, trial) <= _qp_value(P, q, alpha):
-                alpha = trial
+        fixed[worst] = False
     return alpha
-
-
-def _qp_value(P: np.ndarray, q: np.ndarray, alpha: np.ndarray) -> float:
-    return 0.5 * float(alpha @ P @ alpha) - float(q @ alpha)
 
 
 def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:

@@ -15,8 +15,10 @@ BACKENDS = ("auto", "fast", "reference")
 #: ``backend="auto"`` uses the exact reference up to this many points (variables' leading
 #: size), where an interior-point solve of the dense program takes about a second here.
 AUTO_REFERENCE_MAX_N = 300
-#: ``certify`` computes a reference on its own up to this size.
+#: ``certify`` computes a reference on its own up to this size, and when the reference's cost
+#: model predicts at most this many seconds (an SDP on a few hundred points takes minutes).
 CERTIFY_REFERENCE_MAX_N = 600
+CERTIFY_REFERENCE_MAX_SECONDS = 60.0
 
 _reference_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
@@ -127,7 +129,13 @@ def reference_for(problem: Problem) -> tuple[Solution | None, str]:
         selection = select(problem, "reference")
     except UnsupportedProblemError as exc:
         return None, str(exc)
-    ref = registry.get_solver(selection.solver).solve(problem)
+    solver = registry.get_solver(selection.solver)
+    predicted = solver.predicted_time(problem)
+    if predicted > CERTIFY_REFERENCE_MAX_SECONDS:
+        return None, (f"the reference ({solver.name}) is predicted to take {predicted:.0f} s > "
+                      f"{CERTIFY_REFERENCE_MAX_SECONDS:.0f} s; pass reference= to certify "
+                      "against one you computed")
+    ref = solver.solve(problem)
     if ref.status == FAILED:
         return None, f"the reference solver failed: {ref.info.get('reason')}"
     _reference_cache[problem] = ref

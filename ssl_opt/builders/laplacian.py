@@ -30,25 +30,25 @@ def _check_power(power) -> int:
     return int(power)
 
 
-def _validated_adjacency(W) -> sp.csr_matrix:
-    Wm = as_float_matrix(W, "W")
-    check_square(Wm, "W")
+def _validated_adjacency(W, name: str = "W") -> sp.csr_matrix:
+    Wm = as_float_matrix(W, name)
+    check_square(Wm, name)
     Wm = sp.csr_matrix(Wm, dtype=np.float64)
     if not Wm.has_canonical_format:
         Wm = Wm.copy()  # sum_duplicates works in place: never on the caller's matrix
         Wm.sum_duplicates()
     if Wm.nnz and Wm.data.min() < 0:
         raise InvalidInputError(
-            f"W must be non-negative (min weight {Wm.data.min():.3g}); graph edge weights must "
-            "be >= 0."
+            f"{name} must be non-negative (min weight {Wm.data.min():.3g}); graph edge weights "
+            "must be >= 0."
         )
     diag = Wm.diagonal()
     if np.any(diag != 0):
         raise InvalidInputError(
-            f"W has {int(np.count_nonzero(diag))} nonzero diagonal entries (self-loops); "
-            "zero them first, e.g. W.setdiag(0) or np.fill_diagonal(W, 0)."
+            f"{name} has {int(np.count_nonzero(diag))} nonzero diagonal entries (self-loops); "
+            f"zero them first, e.g. {name}.setdiag(0) or np.fill_diagonal({name}, 0)."
         )
-    check_symmetric(Wm, "W")
+    check_symmetric(Wm, name)
     return Wm
 
 

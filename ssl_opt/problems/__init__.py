@@ -7,4 +7,7 @@ from .manifold import LapRLS, LapSVM
 from .npkl import NPKL
 from .npkl_boundary import BoundaryReduction
 
-__all__ = ["BoundaryReduction", "DAS3VM", "LASS", "NPKL", "LapRLS", "LapSVM", "LinearSVM", "Problem", "Structure", "TSVM"]
+__all__ = [
+    "BoundaryReduction", "DAS3VM", "LASS", "NPKL", "LapRLS", "LapSVM", "LinearSVM", "Problem",
+    "Structure", "TSVM",
+]

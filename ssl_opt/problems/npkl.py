@@ -38,7 +38,7 @@ from .._validation import (
     check_square,
     check_symmetric,
 )
-from ..builders.laplacian import laplacian
+from ..builders.laplacian import _validated_adjacency, laplacian
 from ..components.margin_losses import Hinge, MarginLoss, Square, SquaredHinge
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
@@ -56,6 +56,7 @@ KINK_FIT_MAX_NNZ = 5_000_000
 
 def npkl_regularizer(S, delta: float) -> sp.csr_matrix:
     """``Δ = (1+δ)I − D^{-1/2} S D^{-1/2} = L_sym + δI`` (isolated points: ``Δ_ii = 1+δ``)."""
+    S = _validated_adjacency(S, "S")
     return sp.csr_matrix(laplacian(S, normalized=True) + delta * sp.identity(S.shape[0]))
 
 
@@ -257,8 +258,12 @@ class NPKL(Problem):
         vals = (coef[:, None] * Z[src]).ravel()
         cols = np.repeat(np.concatenate([np.arange(k)] * 2), n)
         A = sp.csr_matrix((vals, (entries, cols)), shape=(rows.size * n, k))
-        fit = lsq_linear(A, -R0.ravel(), bounds=(0.0, self.C), method="trf", tol=1e-12,
-                         lsmr_tol="auto", max_iter=2000)
+        if A.shape[0] * k <= KINK_FIT_MAX_NNZ:  # small: dense BVLS, exact active set
+            fit = lsq_linear(A.toarray(), -R0.ravel(), bounds=(0.0, self.C), method="bvls",
+                             tol=1e-14)
+        else:
+            fit = lsq_linear(A, -R0.ravel(), bounds=(0.0, self.C), method="trf", tol=1e-12,
+                             lsmr_tol="auto", max_iter=2000)
         return fit.x
 
     def kkt(self, x, multipliers: str = "auto") -> dict[str, float]:
@@ -284,8 +289,9 @@ class NPKL(Problem):
         else:
             y = self.pair_multipliers(Z)
         zmax = float(np.abs(Z).max()) if Z.size else 0.0
-        symmetry = float(np.abs(Z - Z.T).max()) / max(1.0, zmax) if Z.size else 0.0
-        Zs = 0.5 * (Z + Z.T)
+        asym = _max_asymmetry(Z)
+        symmetry = asym / max(1.0, zmax)
+        Zs = Z if asym == 0.0 else 0.5 * (Z + Z.T)
         G = self.gradient_matrix(y)
         g_min, g_max = extreme_eigenvalues(G)
         z_min, z_max = extreme_eigenvalues(Zs)
@@ -306,6 +312,15 @@ class NPKL(Problem):
             box = np.maximum(0.0, -y) + np.maximum(0.0, y - self.C)
             out["pair_multipliers"] = float(np.max(slack + box)) / self.C
         return out
+
+
+def _max_asymmetry(Z: np.ndarray, rows: int = 512) -> float:
+    """``max|Z − Zᵀ|`` by blocks of rows (no n×n temporary)."""
+    out = 0.0
+    for start in range(0, Z.shape[0], rows):
+        block = slice(start, start + rows)
+        out = max(out, float(np.abs(Z[block] - Z[:, block].T).max(initial=0.0)))
+    return out
 
 
 def _inner(G, Z: np.ndarray) -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..builders import knn_graph
 from ..examples import Example
 from ..hookspecs import hookimpl
-from ..npkl_data import double_spiral, paper_constraint_count, pairwise_constraints
+from ..npkl_data import double_spiral, pairwise_constraints, paper_constraint_count
 from .npkl import NPKL
 
 
