@@ -275,18 +275,19 @@ def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> n
     fixed = (alpha <= 0.0) | (alpha >= upper)
     scale = max(1.0, float(np.abs(q).max()), float(np.diag(P).max()) * upper)
     tol = 1e-12 * scale
+    at_face_minimum = False
     for _ in range(50 * k):
         g = P @ alpha - q
         free = np.flatnonzero(~fixed)
         step = None
-        if free.size:
+        if free.size and not at_face_minimum:
             P_FF, g_F = P[np.ix_(free, free)], g[free]
             p = np.linalg.lstsq(P_FF, -g_F, rcond=None)[0]
             null_part = P_FF @ p + g_F
             newton = float(np.abs(null_part).max()) <= 1e-10 * max(1.0, float(np.abs(g_F).max()))
             if not newton:
                 p = -null_part
-            if float(np.abs(p).max()) > 1e-15 * max(1.0, upper):
+            if float(np.abs(p).max()) > 1e-12 * max(1.0, upper):
                 step = (free, p, newton)
         if step is not None:
             free, p, newton = step
@@ -300,7 +301,10 @@ def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> n
                 s = free[block]
                 alpha[s] = 0.0 if p[block] < 0 else upper
                 fixed[s] = True
+            else:
+                at_face_minimum = True  # the full Newton step minimized over this face
             continue
+        at_face_minimum = False
         multiplier = np.where(alpha <= 0.0, g, -g)  # ≥ 0 at an optimum for the fixed bounds
         multiplier[~fixed] = np.inf
         worst = int(np.argmin(multiplier))
