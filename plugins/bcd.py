@@ -10,8 +10,8 @@ and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq
   Sherman–Morrison–Woodbury as ``v = (w − A (AᵀA + (a/C)I)⁻¹ Aᵀw)/a``, ``w = C A1 − b``
   (a k×k system; k is the number of pairs of point i);
 * squared hinge [003 eq. 10]: ``v = (Aα − b)/a`` with ``α ≥ 0`` minimizing
-  ``½αᵀ(AᵀA + (a/C)I)α − αᵀ(Aᵀb + a1)`` — a non-negative least-squares problem
-  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖`` solved exactly (Lawson–Hanson);
+  ``½αᵀ(AᵀA + (a/C)I)α − αᵀ(Aᵀb + a1)`` (equivalently the non-negative least-squares problem
+  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖``), solved exactly by the active-set method below;
 * hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)`` (the paper's is twice that): the
   same with ``AᵀA`` and the box ``0 ≤ α ≤ C/2``, solved exactly by a primal active-set method
   (:func:`_box_qp`).
@@ -31,7 +31,6 @@ import numbers
 import time
 
 import numpy as np
-from scipy.optimize import nnls
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
@@ -211,15 +210,12 @@ class _Sweep:
             Gk.flat[:: k + 1] += a / C
             return (w - np.linalg.solve(Gk, A @ w) @ A) / a
         q = A @ b + a
+        P = A @ A.T
         if self.loss == "squared_hinge":
-            if k == 1:
-                alpha = np.maximum(0.0, q / (A[0] @ A[0] + a / C))
-            else:
-                M = np.vstack([A.T, np.sqrt(a / C) * np.eye(k)])
-                rhs = np.concatenate([b, np.full(k, np.sqrt(a * C))])
-                alpha = nnls(M, rhs)[0]
+            P.flat[:: k + 1] += a / C
+            alpha = _box_qp(P, q, np.inf, self.alpha[slot])
         else:
-            alpha = _box_qp(A.T, q, C / 2.0, self.alpha[slot])
+            alpha = _box_qp(P, q, C / 2.0, self.alpha[slot])
         self.alpha[slot] = alpha
         return (alpha @ A - b) / a
 
@@ -252,8 +248,9 @@ def reduced_gradient_min(reduced: NPKL, y: np.ndarray) -> float:
     return extreme_eigenvalues(reduced.gradient_matrix(y))[0]
 
 
-def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> np.ndarray:
-    """``argmin ½αᵀPα − qᵀα`` over ``0 ≤ α ≤ upper`` with ``P = AᵀA`` (the hinge column dual).
+def _box_qp(P: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> np.ndarray:
+    """``argmin ½αᵀPα − qᵀα`` over ``0 ≤ α ≤ upper`` (``upper`` may be inf) for a PSD ``P``:
+    the hinge column dual (``P = AᵀA``) and the squared-hinge one (``P = AᵀA + (a/C)I``).
 
     k = 1 in closed form. Otherwise a primal active-set method (Nocedal & Wright §16.5) from
     the column's previous multipliers, exact up to round-off and finite: on the free set F,
@@ -264,16 +261,23 @@ def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> n
     working set; at a stationary point of the face, the bound with the most negative
     multiplier leaves it, and when none is negative the KKT conditions hold.
     """
-    k = A.shape[1]
-    P = A.T @ A
+    k = P.shape[0]
     if k == 1:
         p = P[0, 0]
         if p <= 0:
             return np.array([upper if q[0] > 0 else 0.0])
         return np.array([min(max(q[0] / p, 0.0), upper)])
+    try:  # most columns: every pair active and inside the box, one solve
+        alpha = np.linalg.solve(P, q)
+        if (np.all(alpha > 0.0) and np.all(alpha < upper)
+                and np.abs(P @ alpha - q).max() <= 1e-12 * max(1.0, float(np.abs(q).max()))):
+            return alpha
+    except np.linalg.LinAlgError:
+        pass
     alpha = np.clip(alpha0, 0.0, upper)
     fixed = (alpha <= 0.0) | (alpha >= upper)
-    scale = max(1.0, float(np.abs(q).max()), float(np.diag(P).max()) * upper)
+    reach = upper if np.isfinite(upper) else max(1.0, float(alpha.max()))
+    scale = max(1.0, float(np.abs(q).max()), float(np.diag(P).max()) * reach)
     tol = 1e-12 * scale
     at_face_minimum = False
     for _ in range(50 * k):
@@ -287,7 +291,7 @@ def _box_qp(A: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> n
             newton = float(np.abs(null_part).max()) <= 1e-10 * max(1.0, float(np.abs(g_F).max()))
             if not newton:
                 p = -null_part
-            if float(np.abs(p).max()) > 1e-12 * max(1.0, upper):
+            if float(np.abs(p).max()) > 1e-12 * max(1.0, reach):
                 step = (free, p, newton)
         if step is not None:
             free, p, newton = step
