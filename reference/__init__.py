@@ -2,10 +2,11 @@
 
 from ssl_opt.hookspecs import hookimpl
 
-from . import lass, linear_s3vm, manifold, npkl
+from . import ere, lass, linear_s3vm, manifold, npkl
 from .cvxpy_solver import CvxpyReference, Formulation
 
-PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL, npkl.PRIMAL]
+PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL, npkl.PRIMAL,
+                       *ere.FORMULATIONS]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
 
