@@ -30,7 +30,10 @@ def _check_power(power) -> int:
     return int(power)
 
 
-def _validated_adjacency(W, name: str = "W") -> sp.csr_matrix:
+def validated_adjacency(W, name: str = "W") -> sp.csr_matrix:
+    """``W`` as canonical CSR after the graph checks (finite, square, non-negative, zero
+    diagonal, symmetric); errors name the argument ``name``. Shared by the builders and the
+    problems that take a similarity matrix (NPKL's ``S``, ERE's ``A``)."""
     Wm = as_float_matrix(W, name)
     check_square(Wm, name)
     Wm = sp.csr_matrix(Wm, dtype=np.float64)
@@ -94,7 +97,7 @@ def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
     """
     normalized = check_bool(normalized, "normalized")
     p = _check_power(power)
-    Wm = _validated_adjacency(W)
+    Wm = validated_adjacency(W)
     n = Wm.shape[0]
     deg = np.asarray(Wm.sum(axis=1), dtype=np.float64).ravel()
 

@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import as_float_matrix, check_bool, check_positive
-from ..builders.laplacian import _validated_adjacency
+from ..builders.laplacian import validated_adjacency
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
 from .sum_of_norms import (
@@ -110,7 +110,7 @@ class _LabelEmbedding(Problem):
         n, d = self.X.shape
         if n == 0 or d == 0:
             raise InvalidInputError(f"X must be a non-empty (n, d) matrix, got shape {(n, d)}.")
-        Am = _validated_adjacency(A, "A")
+        Am = validated_adjacency(A, "A")
         if Am.shape != (n, n):
             raise InvalidInputError(
                 f"A must be n x n = {n}x{n} to match the rows of X, got shape {Am.shape}.")

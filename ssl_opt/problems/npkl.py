@@ -38,7 +38,7 @@ from .._validation import (
     check_square,
     check_symmetric,
 )
-from ..builders.laplacian import _validated_adjacency, laplacian
+from ..builders.laplacian import laplacian, validated_adjacency
 from ..components.margin_losses import Hinge, MarginLoss, Square, SquaredHinge
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
@@ -56,7 +56,7 @@ KINK_FIT_MAX_NNZ = 5_000_000
 
 def npkl_regularizer(S, delta: float) -> sp.csr_matrix:
     """``Δ = (1+δ)I − D^{-1/2} S D^{-1/2} = L_sym + δI`` (isolated points: ``Δ_ii = 1+δ``)."""
-    S = _validated_adjacency(S, "S")
+    S = validated_adjacency(S, "S")
     return sp.csr_matrix(laplacian(S, normalized=True) + delta * sp.identity(S.shape[0]))
 
 
