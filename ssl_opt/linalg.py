@@ -22,7 +22,8 @@ DENSE_FILL = 0.2
 class SPDFactor:
     """One factorization of an SPD matrix ``A`` (n×n), then ``solve(B)`` for ``B`` (n,) or (n, k).
 
-    Raises :class:`InvalidInputError` when the dense Cholesky finds ``A`` not positive definite.
+    Raises :class:`InvalidInputError` when ``A`` is found not positive definite: the dense
+    Cholesky fails, or a pivot of the unpivoted sparse LU (``diag(U)``) is not positive.
     """
 
     def __init__(self, A):
@@ -40,8 +41,18 @@ class SPDFactor:
             self.kind = "dense"
             self.fill = n * (n + 1) // 2
         else:
-            self._lu = splu(sp.csc_matrix(A, dtype=np.float64), permc_spec="MMD_AT_PLUS_A",
-                            diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+            try:
+                self._lu = splu(sp.csc_matrix(A, dtype=np.float64), permc_spec="MMD_AT_PLUS_A",
+                                diag_pivot_thresh=0.0, options={"SymmetricMode": True})
+            except RuntimeError as exc:  # SuperLU: "Factor is exactly singular"
+                raise InvalidInputError(
+                    f"the matrix to factor is not positive definite ({exc}).") from exc
+            # Without pivoting the LU of an SPD matrix is LDLᵀ with D = diag(U) > 0.
+            pivots = self._lu.U.diagonal()
+            if not np.all(pivots > 0):
+                raise InvalidInputError(
+                    f"the matrix to factor is not positive definite (pivot "
+                    f"{float(pivots.min()):.3g} <= 0).")
             self.kind = "sparse"
             self.fill = int(self._lu.L.nnz + self._lu.U.nnz)
 

@@ -902,3 +902,25 @@ def test_builtin_examples_exist_and_build():
         assert names[name].family == "npkl"
         p = names[name].build()
         assert isinstance(p, NPKL) and p.loss == loss and p.n == 60 and p.m == 36
+
+
+def test_spd_factor_rejects_indefinite_and_singular_sparse_matrices():
+    """The sparse path checks its pivots: an indefinite or singular matrix is an error, while
+    an SPD one solves to round-off (compared with a dense solve)."""
+    from ssl_opt.linalg import SPDFactor
+
+    rng = np.random.default_rng(0)
+    n = 60
+    B = sp.random(n, n, density=0.05, random_state=1)
+    spd = sp.csc_matrix(B @ B.T + sp.identity(n))
+    rhs = rng.standard_normal((n, 3))
+    np.testing.assert_allclose(SPDFactor(spd).solve(rhs), np.linalg.solve(spd.toarray(), rhs),
+                               rtol=1e-10, atol=1e-12)
+    indefinite = sp.csc_matrix(spd - 3.0 * sp.identity(n) * float(spd.diagonal().max()))
+    with pytest.raises(ssl_opt.InvalidInputError, match="not positive definite"):
+        SPDFactor(indefinite)
+    singular = spd.tolil()
+    singular[:, 0] = 0.0
+    singular[0, :] = 0.0
+    with pytest.raises(ssl_opt.InvalidInputError, match="not positive definite"):
+        SPDFactor(sp.csc_matrix(singular))
