@@ -359,7 +359,7 @@ class _SumOfNormsModel:
         try:
             fac = SPDFactor(H)
             z = fac.solve(rhs)
-        except RuntimeError as exc:  # SuperLU: exactly singular
+        except (RuntimeError, InvalidInputError) as exc:  # singular or indefinite
             z, fac = np.full_like(rhs, np.nan), None
             reason = str(exc)
         else:
@@ -463,12 +463,22 @@ class IRLS(Solver):
                 warm_delta = float(info["delta"])
             elif hasattr(values, "get") and values.get("delta") is not None:
                 warm_delta = float(np.asarray(values["delta"]))
+            if not np.all(np.isfinite(x0)):
+                raise InvalidInputError("warm_start contains NaN or inf; pass a finite point.")
+            if warm_delta is not None and not (np.isfinite(warm_delta) and warm_delta > 0):
+                raise InvalidInputError(
+                    f"warm_start's delta must be a finite number > 0, got {warm_delta!r}.")
         with threadpool_limits(1):
             if isinstance(problem, ERE) and not problem.robust:
                 x = model.step(x0, np.ones(model.weights.size), 1e-13)
                 sol = model.solution(x)
-                return Solution(sol, problem.objective(sol), OPTIMAL, 1, 0.0, self.backend,
-                                self.name, History(), info={"linear_solver": model.kind})
+                # One linear solve; with block CG it can stop at its iteration cap, so the
+                # status comes from the problem's own stationarity, not from having solved.
+                residuals = problem.kkt(sol)
+                status = OPTIMAL if max(residuals.values()) <= kkt_tol else MAX_ITERATIONS
+                return Solution(sol, problem.objective(sol), status, 1, 0.0, self.backend,
+                                self.name, History(), info={"linear_solver": model.kind,
+                                                            "kkt": residuals})
             return _irls(self, problem, model, x0, tol, kkt_tol, gap_tol, max_iter, delta0,
                          delta_min, delta_floor, delta_factor, extrapolate, continuation,
                          stage_max_iter, anderson, stall_iter, verbose, warm_delta)
@@ -640,7 +650,10 @@ def _irls(solver, problem, model, x0, tol, kkt_tol, gap_tol, max_iter, delta0, d
         x, phi, delta, U = st.x, st.phi, st.delta, st.U
     out = model.solution(x)
     out.update(model.multipliers(U))
-    if not extrapolated:  # an extrapolated point is not the minimizer of any φ_δ
+    if not extrapolated and x is st.x and st.r <= kkt_tol:
+        # The point minimizes φ_δ (to kkt_tol), so its smoothed stationarity is certifiable.
+        # Not so for an extrapolation, a best iterate from earlier, or a stage stuck at its
+        # numerical floor (the δ stays in info for warm starts).
         out["delta"] = np.array(delta)
     info = {"extrapolated": extrapolated, "delta": delta, "sigma": sigma,
             "stages": len(stage_ends) + 1, "monotone_violations": int(violations),

@@ -106,7 +106,8 @@ class _LabelEmbedding(Problem):
 
     def _setup(self, X, A, Y, alpha, beta) -> None:
         Xm = as_float_matrix(X, "X")
-        self.X = sp.csr_matrix(Xm) if sp.issparse(Xm) else np.array(Xm)
+        # Own copies: the problem is immutable and must not freeze or share the caller's data.
+        self.X = sp.csr_matrix(Xm, copy=True) if sp.issparse(Xm) else np.array(Xm)
         n, d = self.X.shape
         if n == 0 or d == 0:
             raise InvalidInputError(f"X must be a non-empty (n, d) matrix, got shape {(n, d)}.")
@@ -114,8 +115,8 @@ class _LabelEmbedding(Problem):
         if Am.shape != (n, n):
             raise InvalidInputError(
                 f"A must be n x n = {n}x{n} to match the rows of X, got shape {Am.shape}.")
-        self.A = Am
-        self.Y = check_label_matrix(Y, n)
+        self.A = Am.copy()
+        self.Y = np.array(check_label_matrix(Y, n))
         self.alpha = check_positive(alpha, "alpha")
         self.beta = check_positive(beta, "beta")
         self.n, self.d = n, d

@@ -197,13 +197,13 @@ class SumOfNorms(Problem):
         Qm = as_float_matrix(Q, "Q")
         n = check_square(Qm, "Q")
         check_symmetric(Qm, "Q")
-        self.Q = sp.csr_matrix(Qm)
+        self.Q = sp.csr_matrix(Qm, copy=True)
         self.c = _vector(c, "c", n)
         Gm = as_float_matrix(G, "G")
         if Gm.shape[1] != n:
             raise InvalidInputError(
                 f"G must have n = {n} columns (one per variable, like Q), got shape {Gm.shape}.")
-        self.G = sp.csr_matrix(Gm)
+        self.G = sp.csr_matrix(Gm, copy=True)
         rows = self.G.shape[0]
         if (isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral)
                 or group_size < 1):
