@@ -637,3 +637,27 @@ def test_problem_keeps_its_own_copies_of_the_data():
     Y[0, 0] = 1.0 - Y[0, 0]  # the caller's Y stays writable and is not the problem's
     assert p.objective(x) == before
     assert not np.shares_memory(p.Y, Y)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"kink_tol": -1.0}, "kink_tol"), ({"kink_tol": float("nan")}, "kink_tol"),
+    ({"multipliers": "bogus"}, "multipliers"), ({"iterations": -5}, "iterations"),
+    ({"target": -1.0}, "target"),
+])
+def test_certificate_options_are_validated(kwargs, match):
+    _, problem = _case("n60-kinked")
+    x = _irls("n60-kinked").x
+    with pytest.raises(InvalidInputError, match=match):
+        problem.kkt(x, **kwargs)
+
+
+def test_malformed_multipliers_are_a_clear_error():
+    _, problem = _case("n60-kinked")
+    x = dict(_irls("n60-kinked").x)
+    x["U_edges"] = np.zeros(3)
+    with pytest.raises(InvalidInputError, match="U_edges"):
+        problem.kkt(x)
+    x = dict(_irls("n60-kinked").x)
+    x["U_points"] = np.full_like(np.asarray(x["U_points"], dtype=float), np.nan)
+    with pytest.raises(InvalidInputError, match="U_points"):
+        problem.kkt(x)

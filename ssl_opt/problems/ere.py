@@ -45,7 +45,9 @@ from .sum_of_norms import (
     CERTIFICATE_ITERS,
     KINK_TOL,
     SumOfNorms,
+    check_certificate_options,
     check_delta,
+    multiplier_block,
     smoothed_stationarity,
     subgradient_certificate,
 )
@@ -380,6 +382,7 @@ class ERE(_LabelEmbedding):
         * squared: ``stationarity`` ``|∇_j| / max(1, Σ|terms_j|)`` of [004 eq. 8] in
           ``(F_u, W, b)``.
         """
+        check_certificate_options(kink_tol, multipliers, target, iterations)
         v = self.unpack(x)
         if not all(np.all(np.isfinite(a)) for a in v.values()):
             return {"labels_fixed": float("inf")}
@@ -422,9 +425,8 @@ class ERE(_LabelEmbedding):
         U0 = None
         if (multipliers == "auto" and hasattr(values, "get")
                 and values.get("U_edges") is not None and values.get("U_points") is not None):
-            U0 = np.vstack([np.asarray(values["U_edges"], dtype=np.float64).reshape(E, self.c),
-                            np.asarray(values["U_points"], dtype=np.float64)
-                            .reshape(self.n, self.c)])
+            U0 = np.vstack([multiplier_block(values["U_edges"], E, self.c, "U_edges"),
+                            multiplier_block(values["U_points"], self.n, self.c, "U_points")])
         sigma = max(1.0, float(np.linalg.norm(g, axis=1).max(initial=0.0)))
         cert = subgradient_certificate(gradf, g, weights, adjoint, forward, scale,
                                        kink_tol * sigma, U0, max_iter=iterations,

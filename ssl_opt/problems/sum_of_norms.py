@@ -43,7 +43,13 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_float_matrix, check_square, check_symmetric
+from .._validation import (
+    as_float_matrix,
+    check_choice,
+    check_nonnegative,
+    check_square,
+    check_symmetric,
+)
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
 
@@ -172,6 +178,26 @@ def check_delta(values, name: str = "delta") -> float | None:
 # ---------------------------------------------------------------------------- the problem
 
 
+def check_certificate_options(kink_tol, multipliers, target, iterations) -> None:
+    """Validate the options of the sum-of-norms certificates (``kkt`` of SumOfNorms and ERE)."""
+    check_nonnegative(kink_tol, "kink_tol")
+    check_choice(multipliers, "multipliers", ("auto", "recover"))
+    check_nonnegative(target, "target")
+    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral) \
+            or iterations < 1:
+        raise InvalidInputError(f"iterations must be an integer >= 1, got {iterations!r}.")
+
+
+def multiplier_block(value, rows: int, cols: int, name: str) -> np.ndarray:
+    """A solver's multipliers as a finite (rows, cols) array, or a clear error."""
+    arr = np.asarray(value, dtype=np.float64)
+    if arr.size != rows * cols or not np.all(np.isfinite(arr)):
+        raise InvalidInputError(
+            f"x[{name!r}] must be a finite ({rows}, {cols}) array of multipliers, got shape "
+            f"{arr.shape}.")
+    return arr.reshape(rows, cols)
+
+
 class SumOfNorms(Problem):
     r"""``min_x ½xᵀQx + cᵀx + Σ_i w_i ‖(Gx − h)_i‖₂`` [004 eq. 10] (module docstring).
 
@@ -297,6 +323,7 @@ class SumOfNorms(Problem):
         """``subgradient``, ``kink_slack`` and (with ``x["delta"]``) ``smoothed_stationarity``
         (module docstring); τ = ``kink_tol`` · max(σ, max_i ‖g_i(x)‖). ``target``: stop
         minimizing over the free multipliers once the residual is below it."""
+        check_certificate_options(kink_tol, multipliers, target, iterations)
         xv = self.unpack(x)["x"]
         if not np.all(np.isfinite(xv)):
             return {"subgradient": float("inf")}
@@ -307,7 +334,7 @@ class SumOfNorms(Problem):
         sigma = max(self.value_scale, float(np.linalg.norm(g, axis=1).max(initial=0.0)))
         U0 = None
         if multipliers == "auto" and hasattr(values, "get") and values.get("U") is not None:
-            U0 = np.asarray(values["U"], dtype=np.float64).reshape(self.m, self.k)
+            U0 = multiplier_block(values["U"], self.m, self.k, "U")
         cert = subgradient_certificate(grad, g, self.w, self.adjoint, self.forward, scale,
                                        kink_tol * sigma, U0, max_iter=iterations,
                                        target=target)
