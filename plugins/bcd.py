@@ -187,26 +187,30 @@ class _Sweep:
         D, l, diag = self.D, U.shape[0], self.diag
         for start in range(0, l, BLOCK):
             end = min(l, start + BLOCK)
-            B = D[start:end] @ U  # rows Δ̃[i, :] U for the block, U as it was at `start`
             old = U[start:end].copy()
+            # Rows Σ_{k≠i} Δ̃_ik u_k for the block, with U as it was at `start` ...
+            B = D[start:end] @ U - diag[start:end, None] * old
+            moved = np.zeros_like(old)
             for i in range(start, end):
                 c = i - start
-                b = B[c] - diag[i] * U[i]
-                if c:
-                    b += D[i, start:i] @ (U[start:i] - old[:c])
+                b = B[c]
+                if c:  # ... plus the moves of the columns already updated in the block
+                    b = b + D[i, start:i] @ moved[:c]
                 U[i] = self._update(i, b, U)
+                moved[c] = U[i] - old[c]
         return U.T
 
     def _update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
         others, sign, slot = self.columns[i]
         a, C = self.diag[i], self.C
+        if self.loss == "square" and others.size == 1:  # one pair: no k×r matrix needed
+            u = U[others[0]]  # (T u)(T u)ᵀ = uuᵀ
+            w = (C * sign[0, 0]) * u - b
+            return (w - u * ((u @ w) / (u @ u + a / C))) / a
         A = U[others] * sign  # k×r: rows T_ij v_j
         k = A.shape[0]
         if self.loss == "square":
             w = C * A.sum(axis=0) - b
-            if k == 1:
-                u = A[0]
-                return (w - u * (u @ w) / (u @ u + a / C)) / a
             Gk = A @ A.T
             Gk.flat[:: k + 1] += a / C
             return (w - _spd_solve(Gk, A @ w) @ A) / a
