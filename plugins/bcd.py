@@ -33,6 +33,7 @@ import time
 import numpy as np
 from scipy.linalg.lapack import dposv
 
+from ssl_opt._validation import check_int, check_nonnegative
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.problems.npkl import NPKL, extreme_eigenvalues
@@ -88,13 +89,13 @@ class BCD(Solver):
 
     def _solve(self, problem: NPKL, rank, tol, max_iter, seed, warm_start, anderson,
                verbose) -> Solution:
-        tol = _check_real(tol, "tol", low=0.0)
-        max_iter = _check_int(max_iter, "max_iter", 1)
-        anderson = _check_int(anderson, "anderson", 0)
+        tol = check_nonnegative(tol, "tol")
+        max_iter = check_int(max_iter, "max_iter", 1)
+        anderson = check_int(anderson, "anderson", 0)
         reduction = problem.boundary_reduction()
         reduced = reduction.reduced
         l = reduced.n
-        r = default_rank(problem.m) if rank is None else _check_int(rank, "rank", 1)
+        r = default_rank(problem.m) if rank is None else check_int(rank, "rank", 1)
         V = _initial_V(warm_start, r, l, seed)
         r = V.shape[0]
         sweep = _Sweep(reduced)
@@ -354,18 +355,6 @@ def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:
     if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
         raise InvalidInputError(f"seed must be an integer, got {seed!r}.")
     return np.random.default_rng(int(seed)).random((r, l)) / np.sqrt(r)
-
-
-def _check_int(value, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise InvalidInputError(f"{name} must be an integer >= {low}, got {value!r}.")
-    return int(value)
-
-
-def _check_real(value, name: str, low: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not value >= low:
-        raise InvalidInputError(f"{name} must be a real number >= {low}, got {value!r}.")
-    return float(value)
 
 
 @hookimpl

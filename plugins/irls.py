@@ -82,6 +82,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 from threadpoolctl import threadpool_limits
 
+from ssl_opt._validation import check_int
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.linalg import SPDFactor
@@ -429,10 +430,10 @@ class IRLS(Solver):
         _check_options(tol=tol, kkt_tol=kkt_tol, gap_tol=gap_tol, delta0=delta0,
                        delta_min=delta_min,
                        delta_floor=delta_floor)
-        _check_int(max_iter, "max_iter", 1)
-        _check_int(stage_max_iter, "stage_max_iter", 1)
-        _check_int(anderson, "anderson", 0)
-        _check_int(stall_iter, "stall_iter", 1)
+        check_int(max_iter, "max_iter", 1)
+        check_int(stage_max_iter, "stage_max_iter", 1)
+        check_int(anderson, "anderson", 0)
+        check_int(stall_iter, "stall_iter", 1)
         if not (_real(delta_factor) and delta_factor > 1):
             raise InvalidInputError(f"delta_factor must be a number > 1, got {delta_factor!r}.")
         for name, flag in (("continuation", continuation), ("extrapolate", extrapolate)):
@@ -729,11 +730,6 @@ def _check_options(**values) -> None:
     for name, v in values.items():
         if not (_real(v) and v > 0):
             raise InvalidInputError(f"{name} must be a finite number > 0, got {v!r}.")
-
-
-def _check_int(v, name: str, low: int) -> None:
-    if not (isinstance(v, numbers.Integral) and not isinstance(v, bool) and v >= low):
-        raise InvalidInputError(f"{name} must be an integer >= {low}, got {v!r}.")
 
 
 @hookimpl

@@ -105,6 +105,17 @@ def check_nonnegative(value, name: str) -> float:
     return val
 
 
+def check_int(value, name: str, low: int, high: int | None = None) -> int:
+    """An integer (not a bool) in ``[low, high]`` (no upper bound when ``high`` is None)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise InvalidInputError(f"{name} must be an integer, got {value!r}.")
+    v = int(value)
+    if v < low or (high is not None and v > high):
+        rng = f">= {low}" if high is None else f"between {low} and {high}"
+        raise InvalidInputError(f"{name} must be {rng}, got {v}.")
+    return v
+
+
 def check_bool(value, name: str) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         raise InvalidInputError(f"{name} must be True or False, got {value!r}.")

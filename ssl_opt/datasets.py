@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 from scipy.stats import norm
 
-from ._validation import check_positive
+from ._validation import check_int, check_positive
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -61,16 +61,6 @@ class SSLData:
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def _check_int(value, name: str, low: int, high: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise InvalidInputError(f"{name} must be an integer, got {value!r}.")
-    v = int(value)
-    if v < low or (high is not None and v > high):
-        rng = f">= {low}" if high is None else f"between {low} and {high}"
-        raise InvalidInputError(f"{name} must be {rng}, got {v}.")
-    return v
 
 
 def _check_seed(seed) -> np.random.Generator:
@@ -142,9 +132,9 @@ def _arrange(
 
 
 def _check_sizes(n, n_labeled, n_test) -> tuple[int, int, int]:
-    n = _check_int(n, "n", 2)
-    n_labeled = _check_int(n_labeled, "n_labeled", 1, n)
-    n_test = _check_int(n_test, "n_test", 0)
+    n = check_int(n, "n", 2)
+    n_labeled = check_int(n_labeled, "n_labeled", 1, n)
+    n_test = check_int(n_test, "n_test", 0)
     return n, n_labeled, n_test
 
 
@@ -205,7 +195,7 @@ def gaussian_blobs(
     ``n // 2`` points of class −1.
     """
     n, n_labeled, n_test = _check_sizes(n, n_labeled, n_test)
-    d = _check_int(d, "d", 1)
+    d = check_int(d, "d", 1)
     delta = check_positive(separation, "separation")
     rng = _check_seed(seed)
     mean = np.full(d, 0.5 * delta / np.sqrt(d))
@@ -225,7 +215,7 @@ def g50c_like(
     :math:`\Phi(-\mu) = 0.05`.
     """
     n, n_labeled, n_test = _check_sizes(n, n_labeled, n_test)
-    d = _check_int(d, "d", 1)
+    d = check_int(d, "d", 1)
     rng = _check_seed(seed)
     mu = float(norm.ppf(0.95))
     mean = np.full(d, mu / np.sqrt(d))
@@ -308,7 +298,7 @@ def load_g50c(split: int = 0, path=None) -> SSLData:
     idx_lab = np.atleast_2d(np.asarray(mat["idxLabs"], dtype=np.int64))
     idx_unl = np.atleast_2d(np.asarray(mat["idxUnls"], dtype=np.int64))
     n_splits = idx_lab.shape[0]
-    split = _check_int(split, "split", 0, n_splits - 1)
+    split = check_int(split, "split", 0, n_splits - 1)
     n = X.shape[0]
     if X.ndim != 2 or y_all.size != n or not np.all(np.isin(y_all, (-1.0, 1.0))):
         raise InvalidInputError(

@@ -26,11 +26,11 @@ from scipy.linalg import eigh
 from ._validation import (
     as_float_matrix,
     check_choice,
+    check_int,
     check_nonnegative,
     check_square,
     check_symmetric,
 )
-from .datasets import _check_int
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -121,9 +121,9 @@ def kernel_kmeans(
     """
     Phi = _resolve_factor(K, factor)
     n = Phi.shape[0]
-    n_clusters = _check_int(n_clusters, "n_clusters", 1, n)
-    n_init = _check_int(n_init, "n_init", 1)
-    max_iter = _check_int(max_iter, "max_iter", 1)
+    n_clusters = check_int(n_clusters, "n_clusters", 1, n)
+    n_init = check_int(n_init, "n_init", 1)
+    max_iter = check_int(max_iter, "max_iter", 1)
     seed = _check_seed_int(seed)
     if Phi.shape[1] == 0:  # K == 0: every point maps to the origin
         Phi = np.zeros((n, 1))

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ._validation import check_bool, check_choice, check_nonnegative
-from .datasets import _check_int, _check_seed
+from ._validation import check_bool, check_choice, check_int, check_nonnegative
+from .datasets import _check_seed
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -94,7 +94,7 @@ def chessboard(n: int = 100, seed: int = 0) -> ClusterData:
     the cell; an equal-weight mixture of the uniform laws on the two colours is the uniform law
     on the board.) The rows are in random order.
     """
-    n = _check_int(n, "n", 2)
+    n = check_int(n, "n", 2)
     rng = _check_seed(seed)
     n0, n1 = _split_counts(n)
     y = np.concatenate([np.zeros(n0, dtype=np.int64), np.ones(n1, dtype=np.int64)])
@@ -127,7 +127,7 @@ def double_spiral(n: int = 100, noise: float = 0.03, seed: int = 0) -> ClusterDa
 
     Class 0 has ``n - n // 2`` points and class 1 has ``n // 2``; the rows are in random order.
     """
-    n = _check_int(n, "n", 2)
+    n = check_int(n, "n", 2)
     noise = _check_noise(noise)
     rng = _check_seed(seed)
     n0, n1 = _split_counts(n)
@@ -194,7 +194,7 @@ def paper_constraint_count(n: int, setting: str = "much") -> int:
     10\%)` for ``"little"`` side information, rounding halves up (computed in exact integer
     arithmetic): iris (n = 150) → 180, wine (n = 178) → 214, chessboard (n = 100) → 120.
     """
-    n = _check_int(n, "n", 2)
+    n = check_int(n, "n", 2)
     setting = check_choice(setting, "setting", ("much", "little"))
     percent = 30 if setting == "much" else 10
     return (4 * n * percent + 50) // 100
@@ -330,7 +330,7 @@ def pairwise_constraints(
         requested than exist.
     """
     y = _check_labels(y)
-    m = _check_int(n_pairs, "n_pairs", 1)
+    m = check_int(n_pairs, "n_pairs", 1)
     f = _check_fraction(must_link_fraction)
     rng = _check_seed(seed)
     n = y.size

@@ -20,7 +20,8 @@ from pathlib import Path
 import numpy as np
 import scipy.sparse as sp
 
-from .datasets import SSLData, _check_int, _check_seed, _resolve_mat, shared_data_dir
+from ._validation import check_int
+from .datasets import SSLData, _check_seed, _resolve_mat, shared_data_dir
 from .exceptions import InvalidInputError
 
 __all__ = [
@@ -91,7 +92,7 @@ def load_svmlight(
 
     file = _existing_file(path, "SVMlight file")
     if n_features is not None:
-        n_features = _check_int(n_features, "n_features", 1)
+        n_features = check_int(n_features, "n_features", 1)
     if not (zero_based == "auto" or isinstance(zero_based, bool)):
         raise InvalidInputError(f'zero_based must be True, False or "auto", got {zero_based!r}.')
     try:
@@ -233,7 +234,7 @@ def load_pcmac(split: int = 0, path: str | Path | None = None) -> SSLData:
         raise InvalidInputError(
             f"{file}: idxLabs has {idx_lab.shape[0]} splits but idxUnls {idx_unl.shape[0]}."
         )
-    split = _check_int(split, "split", 0, idx_lab.shape[0] - 1)
+    split = check_int(split, "split", 0, idx_lab.shape[0] - 1)
     order = np.concatenate([idx_lab[split], idx_unl[split]]) - 1
     if order.size and (order.min() < 0 or order.max() >= n):
         raise InvalidInputError(f"{file}: split {split} has indices outside 1..{n}.")
@@ -493,11 +494,11 @@ def synthetic_text(
     InvalidInputError
         When an argument is out of range.
     """
-    n = _check_int(n, "n", 2)
-    d = _check_int(d, "d", 1)
-    nnz_per_row = _check_int(nnz_per_row, "nnz_per_row", 1, d)
-    n_labeled = _check_int(n_labeled, "n_labeled", 2, n)
-    n_test = _check_int(n_test, "n_test", 0)
+    n = check_int(n, "n", 2)
+    d = check_int(d, "d", 1)
+    nnz_per_row = check_int(nnz_per_row, "nnz_per_row", 1, d)
+    n_labeled = check_int(n_labeled, "n_labeled", 2, n)
+    n_test = check_int(n_test, "n_test", 0)
     if isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0.0 < r < 1.0:
         raise InvalidInputError(f"r (fraction of positives) must be in (0, 1), got {r!r}.")
     if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0 <= noise < 0.5:

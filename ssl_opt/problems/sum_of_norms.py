@@ -46,6 +46,7 @@ import scipy.sparse as sp
 from .._validation import (
     as_float_matrix,
     check_choice,
+    check_int,
     check_nonnegative,
     check_square,
     check_symmetric,
@@ -183,9 +184,7 @@ def check_certificate_options(kink_tol, multipliers, target, iterations) -> None
     check_nonnegative(kink_tol, "kink_tol")
     check_choice(multipliers, "multipliers", ("auto", "recover"))
     check_nonnegative(target, "target")
-    if isinstance(iterations, bool) or not isinstance(iterations, numbers.Integral) \
-            or iterations < 1:
-        raise InvalidInputError(f"iterations must be an integer >= 1, got {iterations!r}.")
+    check_int(iterations, "iterations", 1)
 
 
 def multiplier_block(value, rows: int, cols: int, name: str) -> np.ndarray:
