@@ -73,7 +73,6 @@ after one solve.
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
@@ -82,7 +81,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import breadth_first_order
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_int
+from ssl_opt._validation import check_bool, check_choice, check_int, check_positive
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.linalg import SPDFactor
@@ -427,21 +426,19 @@ class IRLS(Solver):
     def _solve(self, problem, tol, kkt_tol, gap_tol, max_iter, delta0, delta_min, delta_floor,
                delta_factor, extrapolate, continuation, stage_max_iter, anderson, stall_iter,
                linear_solver, warm_start, verbose) -> Solution:
-        _check_options(tol=tol, kkt_tol=kkt_tol, gap_tol=gap_tol, delta0=delta0,
-                       delta_min=delta_min,
-                       delta_floor=delta_floor)
+        for name, value in (("tol", tol), ("kkt_tol", kkt_tol), ("gap_tol", gap_tol),
+                            ("delta0", delta0), ("delta_min", delta_min),
+                            ("delta_floor", delta_floor)):
+            check_positive(value, name)
         check_int(max_iter, "max_iter", 1)
         check_int(stage_max_iter, "stage_max_iter", 1)
         check_int(anderson, "anderson", 0)
         check_int(stall_iter, "stall_iter", 1)
-        if not (_real(delta_factor) and delta_factor > 1):
+        if not check_positive(delta_factor, "delta_factor") > 1:
             raise InvalidInputError(f"delta_factor must be a number > 1, got {delta_factor!r}.")
-        for name, flag in (("continuation", continuation), ("extrapolate", extrapolate)):
-            if not isinstance(flag, (bool, np.bool_)):
-                raise InvalidInputError(f"{name} must be True or False, got {flag!r}.")
-        if linear_solver not in ("auto", "factor", "cg"):
-            raise InvalidInputError(
-                f"linear_solver must be 'auto', 'factor' or 'cg', got {linear_solver!r}.")
+        check_bool(continuation, "continuation")
+        check_bool(extrapolate, "extrapolate")
+        check_choice(linear_solver, "linear_solver", ("auto", "factor", "cg"))
         if delta_floor > delta_min:
             raise InvalidInputError(
                 f"delta_floor ({delta_floor}) must be <= delta_min ({delta_min}).")
@@ -720,16 +717,6 @@ class _State:
     def set_delta(self, delta):
         self.delta = delta
         self.accept(*self.evaluate(self.x))
-
-
-def _real(v) -> bool:
-    return isinstance(v, numbers.Real) and not isinstance(v, bool) and bool(np.isfinite(v))
-
-
-def _check_options(**values) -> None:
-    for name, v in values.items():
-        if not (_real(v) and v > 0):
-            raise InvalidInputError(f"{name} must be a finite number > 0, got {v!r}.")
 
 
 @hookimpl
