@@ -230,11 +230,12 @@ class _Sweep:
         self.alpha[slot] = alpha
         return (alpha @ A - b) / a
 
-    def pair_multipliers(self, V: np.ndarray) -> np.ndarray:
-        """Hinge: ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses: ``−C ℓ'(t_p)``."""
+    def pair_multipliers(self, V: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+        """Hinge: ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses: ``−C ℓ'(t_p)`` (``t``: the
+        margins of V, when the caller has them)."""
         if self.loss == "hinge":
             return self.alpha[: self.m] + self.alpha[self.m:]
-        return -self.C * self.loss_fn.derivative(self.margins(V))
+        return -self.C * self.loss_fn.derivative(self.margins(V) if t is None else t)
 
     def margins(self, V: np.ndarray) -> np.ndarray:
         i, j = self.pairs[:, 0], self.pairs[:, 1]
@@ -246,7 +247,7 @@ class _Sweep:
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         t = self.margins(V)
         objective = float(np.sum(V * M)) + self.C * float(np.sum(self.loss_fn.value(t)))
-        y = self.pair_multipliers(V)
+        y = self.pair_multipliers(V, t)
         grad = M.copy()  # V G̃ with G̃ = Δ̃ − Σ y_p T_p (E_ij + E_ji)/2
         w = 0.5 * y * self.T
         np.subtract.at(grad.T, i, (w * V[:, j]).T)

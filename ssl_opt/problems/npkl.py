@@ -198,16 +198,8 @@ class NPKL(Problem):
         return self.labels * Z[self.pairs[:, 0], self.pairs[:, 1]]
 
     def trace_term(self, Z: np.ndarray) -> float:
-        """``tr(ΔZ)`` (over the nonzeros of Δ when it is sparse)."""
-        if sp.issparse(self.Delta):
-            rows, cols = self._delta_coo
-            return float(np.dot(self.Delta.data, Z[rows, cols]))
-        return float(np.sum(self.Delta * Z))
-
-    @cached_property
-    def _delta_coo(self) -> tuple[np.ndarray, np.ndarray]:
-        rows = np.repeat(np.arange(self.n), np.diff(self.Delta.indptr))
-        return rows, self.Delta.indices
+        """``tr(ΔZ) = ⟨Δ, Z⟩`` (Δ is symmetric; over its nonzeros when it is sparse)."""
+        return _inner(self.Delta, Z)
 
     def objective(self, x) -> float:
         Z = self.unpack(x)["Z"]
