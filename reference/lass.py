@@ -14,6 +14,7 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from ssl_opt.builders.laplacian import incidence_matrix
 from ssl_opt.problems.lass import LASS
 
 from .cvxpy_solver import Formulation
@@ -22,12 +23,7 @@ from .cvxpy_solver import Formulation
 def incidence_factor(W: sp.csr_matrix) -> sp.csr_matrix:
     """``B`` (N × edges) with ``B Bᵀ = D − W``."""
     upper = sp.triu(W, k=1).tocoo()
-    E = upper.nnz
-    root = np.sqrt(upper.data)
-    rows = np.concatenate([upper.row, upper.col])
-    cols = np.concatenate([np.arange(E), np.arange(E)])
-    vals = np.concatenate([root, -root])
-    return sp.csr_matrix((vals, (rows, cols)), shape=(W.shape[0], E))
+    return incidence_matrix(upper.row, upper.col, W.shape[0], np.sqrt(upper.data)).T.tocsr()
 
 
 def build(problem: LASS):

@@ -21,7 +21,7 @@ from .._validation import as_float_matrix, check_bool, check_square, check_symme
 from ..exceptions import InvalidInputError
 from .graphs import knn_graph
 
-__all__ = ["laplacian", "graph_laplacian_from_data"]
+__all__ = ["laplacian", "graph_laplacian_from_data", "incidence_matrix", "validated_adjacency"]
 
 
 def _check_power(power) -> int:
@@ -53,6 +53,17 @@ def validated_adjacency(W, name: str = "W") -> sp.csr_matrix:
         )
     check_symmetric(Wm, name)
     return Wm
+
+
+def incidence_matrix(i: np.ndarray, j: np.ndarray, n: int,
+                     weights: np.ndarray | None = None) -> sp.csr_matrix:
+    """``B`` (E×n): row e is ``w_e (e_i − e_j)`` for edge ``(i_e, j_e)`` (``w_e = 1`` when
+    ``weights`` is None). With ``weights = √W_ij`` over the edges i < j, ``BᵀB = D − W``."""
+    E = len(i)
+    w = np.ones(E) if weights is None else np.asarray(weights, dtype=np.float64)
+    rows = np.concatenate([np.arange(E), np.arange(E)])
+    return sp.csr_matrix((np.concatenate([w, -w]), (rows, np.concatenate([i, j]))),
+                         shape=(E, n))
 
 
 #: Fill above which powers are computed with dense matrix products (a sparse product of

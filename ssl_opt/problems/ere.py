@@ -38,7 +38,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._validation import as_float_matrix, check_bool, check_positive
-from ..builders.laplacian import validated_adjacency
+from ..builders.laplacian import incidence_matrix, validated_adjacency
 from ..exceptions import InvalidInputError
 from .base import Problem, Structure
 from .sum_of_norms import (
@@ -137,11 +137,7 @@ class _LabelEmbedding(Problem):
     @cached_property
     def incidence(self) -> sp.csr_matrix:
         """``B`` (E×n): row e is ``e_i − e_j`` for edge ``(i, j)``, i < j (unweighted)."""
-        E = self.n_edges
-        rows = np.concatenate([np.arange(E), np.arange(E)])
-        cols = np.concatenate([self.edge_i, self.edge_j])
-        vals = np.concatenate([np.ones(E), -np.ones(E)])
-        return sp.csr_matrix((vals, (rows, cols)), shape=(E, self.n))
+        return incidence_matrix(self.edge_i, self.edge_j, self.n)
 
     @cached_property
     def laplacian(self) -> sp.csr_matrix:
