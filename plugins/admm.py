@@ -34,13 +34,13 @@ import warnings
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order
 from scipy.sparse.linalg import eigsh, lobpcg
 from threadpoolctl import threadpool_limits
 
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
+from ssl_opt.linalg import predicted_fill
 from ssl_opt.problems.lass import LASS, lp_assignment
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -76,15 +76,7 @@ def choose_linear_solver(L: sp.csr_matrix, lam: float, rho: float) -> str:
     n = L.shape[0]
     if n <= FACTOR_MAX_N:
         return "factor"
-    order = breadth_first_order(L, int(np.argmax(L.diagonal())), directed=False,
-                                return_predecessors=False)
-    fills = []
-    for m in (PROBE_SIZES[0], PROBE_SIZES[1]):
-        ball = np.sort(order[:m])
-        A = 2.0 * lam * L[ball][:, ball] + rho * sp.identity(m, format="csr")
-        fills.append(FactorSolve(A).fill)
-    exponent = max(1.0, np.log(fills[1] / fills[0]) / np.log(PROBE_SIZES[1] / PROBE_SIZES[0]))
-    predicted = fills[1] * (n / PROBE_SIZES[1]) ** exponent
+    predicted = predicted_fill(2.0 * lam * L + rho * sp.identity(n, format="csr"), PROBE_SIZES)
     # A solve with the factor costs ~2·fill per column; warm-started CG ~10 products with A.
     nnz_A = L.nnz + n
     return "factor" if predicted <= min(FACTOR_MAX_FILL, FILL_PER_NNZ * nnz_A) else "cg"

@@ -78,13 +78,12 @@ import time
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
-from scipy.sparse.csgraph import breadth_first_order
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_bool, check_choice, check_int, check_positive
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.linalg import SPDFactor
+from ssl_opt.linalg import SPDFactor, predicted_fill
 from ssl_opt.problems.ere import ERE, LRL
 from ssl_opt.problems.sum_of_norms import SumOfNorms
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
@@ -107,24 +106,6 @@ CG_REDUCTION = 0.05
 
 
 # ---------------------------------------------------------------------------- linear algebra
-
-
-def predicted_fill(N: sp.csr_matrix) -> float:
-    """Fill of a sparse factorization of N predicted from two breadth-first balls of its graph
-    (``fill(m) ∝ m^e``, e read off the two balls; the idea of ``plugins/admm.py``)."""
-    n = N.shape[0]
-    order = breadth_first_order(N, int(np.argmax(N.diagonal())), directed=False,
-                                return_predecessors=False)
-    fills, sizes = [], []
-    for m in PROBE_SIZES:
-        m = min(m, order.size)
-        ball = np.sort(order[:m])
-        fills.append(SPDFactor(sp.csc_matrix(N[ball][:, ball])).fill)
-        sizes.append(m)
-    if sizes[1] <= sizes[0]:
-        return float(fills[1]) * n / max(sizes[1], 1)
-    exponent = max(1.0, np.log(fills[1] / fills[0]) / np.log(sizes[1] / sizes[0]))
-    return float(fills[1] * (n / sizes[1]) ** exponent)
 
 
 def block_pcg(matvec, B: np.ndarray, X0: np.ndarray, inv_diag: np.ndarray, rtol: float,
@@ -206,7 +187,7 @@ class _EREModel:
         if self.u <= 2 * PROBE_SIZES[1]:
             fill = float(SPDFactor(sp.csc_matrix(N)).fill)
         else:
-            fill = predicted_fill(N)
+            fill = predicted_fill(N, PROBE_SIZES)
         self.predicted_fill = fill
         cols = self.d + 1 + 2 * self.c
         cg_flops = CG_STEPS_GUESS * (N.nnz * self.c + 2 * self.u * (self.d + 1) * self.c)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg as la
 import scipy.sparse as sp
+from scipy.sparse.csgraph import breadth_first_order
 from scipy.sparse.linalg import splu
 
 from .exceptions import InvalidInputError
@@ -63,3 +64,25 @@ class SPDFactor:
         if self.kind == "dense":
             return la.cho_solve(self._chol, B, check_finite=False)
         return self._lu.solve(B)
+
+
+def predicted_fill(A, probe_sizes: tuple[int, int]) -> float:
+    """Fill of :class:`SPDFactor` on the sparse SPD ``A`` (n×n), predicted without factoring
+    it: factor two breadth-first balls of its graph (``probe_sizes`` points, grown from the
+    row with the largest diagonal), read the growth exponent ``e`` of ``fill(m) ∝ m^e`` off
+    them (at least 1) and extrapolate to n. Fill depends on the graph's intrinsic dimension,
+    which the sizes alone do not show (measurements in ``plugins/admm.py``)."""
+    A = sp.csr_matrix(A)
+    n = A.shape[0]
+    order = breadth_first_order(A, int(np.argmax(A.diagonal())), directed=False,
+                                return_predecessors=False)
+    fills, sizes = [], []
+    for m in probe_sizes:
+        m = min(m, order.size)
+        ball = np.sort(order[:m])
+        fills.append(SPDFactor(sp.csc_matrix(A[ball][:, ball])).fill)
+        sizes.append(m)
+    if sizes[1] <= sizes[0]:
+        return float(fills[1]) * n / max(sizes[1], 1)
+    exponent = max(1.0, np.log(fills[1] / fills[0]) / np.log(sizes[1] / sizes[0]))
+    return float(fills[1] * (n / sizes[1]) ** exponent)
