@@ -83,7 +83,7 @@ from threadpoolctl import threadpool_limits
 from ssl_opt._validation import check_bool, check_choice, check_int, check_positive
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.linalg import SPDFactor, predicted_fill
+from ssl_opt.linalg import SPDFactor, block_jacobi_cg, predicted_fill
 from ssl_opt.problems.ere import ERE, LRL
 from ssl_opt.problems.sum_of_norms import SumOfNorms
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
@@ -121,24 +121,9 @@ def block_pcg(matvec, B: np.ndarray, X0: np.ndarray, inv_diag: np.ndarray, rtol:
     target = np.maximum(1e-13 * bn, np.minimum(rtol * bn, CG_REDUCTION * np.linalg.norm(R, axis=0)))
     if np.all(np.linalg.norm(R, axis=0) <= 1e-13 * bn):
         return X, 0
-    Zp = inv_diag[:, None] * R
-    P = Zp.copy()
-    rz = np.einsum("ij,ij->j", R, Zp)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        MP = matvec(P)
-        pMp = np.einsum("ij,ij->j", P, MP)
-        a = np.divide(rz, pMp, out=np.zeros_like(rz), where=pMp > 0)
-        X += a * P
-        R -= a * MP
-        if np.all(np.linalg.norm(R, axis=0) <= target):
-            break
-        Zp = inv_diag[:, None] * R
-        rz_new = np.einsum("ij,ij->j", R, Zp)
-        beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0)
-        P *= beta
-        P += Zp
-        rz = rz_new
+    it = block_jacobi_cg(matvec, X, R, inv_diag,
+                         lambda res: bool(np.all(np.linalg.norm(res, axis=0) <= target)),
+                         max_iter)
     return X, it
 
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.linalg import SPDFactor
+from ssl_opt.linalg import SPDFactor, block_jacobi_cg
 
 
 class FactorSolve:
@@ -53,22 +53,7 @@ class BlockCG:
         target = np.maximum(tol * np.abs(B).max(axis=0), atol)
         if np.all(np.abs(R).max(axis=0) <= target):
             return X
-        Zp = self.inv_diag[:, None] * R
-        P = Zp.copy()
-        rz = np.einsum("ij,ij->j", R, Zp)
-        for _ in range(self.max_iter):
-            self.iterations += 1
-            AP = self.A @ P
-            pAp = np.einsum("ij,ij->j", P, AP)
-            alpha = np.divide(rz, pAp, out=np.zeros_like(rz), where=pAp > 0)
-            X += alpha * P
-            R -= alpha * AP
-            if np.all(np.abs(R).max(axis=0) <= target):
-                break
-            Zp = self.inv_diag[:, None] * R
-            rz_new = np.einsum("ij,ij->j", R, Zp)
-            beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0)
-            P *= beta
-            P += Zp
-            rz = rz_new
+        self.iterations += block_jacobi_cg(
+            self.A.__matmul__, X, R, self.inv_diag,
+            lambda res: bool(np.all(np.abs(res).max(axis=0) <= target)), self.max_iter)
         return X
