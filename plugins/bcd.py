@@ -27,7 +27,6 @@ Stopping: ``‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)`` (the paper's rule, r
 
 from __future__ import annotations
 
-import numbers
 import time
 
 import numpy as np
@@ -353,9 +352,8 @@ def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:
                 f"warm_start V must be a finite (r, {l}) array (l = constrained points), "
                 f"got shape {V.shape}.")
         return V
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise InvalidInputError(f"seed must be an integer, got {seed!r}.")
-    return np.random.default_rng(int(seed)).random((r, l)) / np.sqrt(r)
+    seed = check_int(seed, "seed", 0)
+    return np.random.default_rng(seed).random((r, l)) / np.sqrt(r)
 
 
 @hookimpl
