@@ -77,9 +77,10 @@ class BCD(Solver):
     }
 
     def predicted_time(self, problem) -> float:
-        """About 30 sweeps (Anderson on) of one l×l GEMM pair plus ~25 µs of Python per column,
-        after the reduction's solves (measured: l = 135 in 0.09 s; n = 10,000, m = 3,000,
-        l = 4,496 in 6 s + 7 s)."""
+        """About 30 sweeps (Anderson on) of one l×l GEMM pair plus a per-column Python constant
+        (2.5e-5 s, chosen to fit the runs quoted here), after the reduction's solves
+        (``benchmarks/bench_npkl.py``: iris, l ≈ 135, 0.07–0.12 s; n = 10,000, m = 3,000,
+        l = 4,496: reduction 4.5 s + BCD 10.9 s)."""
         sizes = problem.structure.sizes
         n, l, nnz = sizes["n"], sizes["l"], sizes["nnz_Delta"]
         r = default_rank(sizes["m"])
@@ -255,7 +256,7 @@ class _Sweep:
 
 
 def _spd_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """``M⁻¹ rhs`` for a small SPD ``M`` (LAPACK ``dposv``: 5× less call overhead than
+    """``M⁻¹ rhs`` for a small SPD ``M`` (LAPACK ``dposv``: far less call overhead than
     ``numpy.linalg.solve`` on the k×k systems of the column updates)."""
     _, x, info = dposv(M, rhs)
     if info != 0:

@@ -61,8 +61,8 @@ sparse + diagonal − rank (d+1), one matrix for all c columns. Never formed: ei
 then ``Θ = K⁻¹(α Z_lᵀ S_l Y + Uᵀ F_u)``. ``linear_solver="auto"`` compares the flops of one
 step: the factor's solves, ``fill(N)·(d + 1 + 2c)`` (fill measured for u ≤ 4,000, else
 predicted from breadth-first balls, :func:`predicted_fill`), against ``CG_STEPS_GUESS`` PCG
-iterations, ``10·(nnz(N)·c + 2u(d+1)c)``. Measured per step: n = 1,000, d = 10: factor 9 ms,
-CG 16 ms; n = 5,000, d = 50: factor 190 ms (fill 0.97M), CG 30 ms.
+iterations, ``10·(nnz(N)·c + 2u(d+1)c)`` (``benchmarks/bench_ere.py`` (b) forces each
+solver at n = 1,000 and 2,000: the factor it picks is the faster one there).
 Generic :class:`SumOfNorms` step: ``(Q + 2Gᵀ D G) x = −c + 2Gᵀ D h`` with ``D`` the weights
 ``w_i s_i`` repeated over each group's rows, one SPDFactor per step.
 

@@ -63,7 +63,8 @@ def recover(problem: NPKL, handles) -> dict:
 
 
 def sdp_seconds(size: int) -> float:
-    """Clarabel on the dual SDP, measured order: iris (size 135–150) about 5 s."""
+    """Clarabel on the dual SDP, measured order (``benchmarks/bench_npkl.py`` (a), (c)): iris
+    (l ≈ 135) 5–8 s, l = 275 about 100 s."""
     return 0.2 + 1.5e-6 * size**3
 
 
