@@ -102,6 +102,7 @@ def laplacian_extremes(L: sp.csr_matrix, seed: int = 0) -> tuple[float, float]:
 
 class ADMM(Solver):
     name = "admm"
+    complexity = {"lass": (1.0, "O(nnz(R)·K) per iteration with the cached sparse factor R")}
     tolerance_family = "iterative"
     problem_types = (LASS,)
     description = ("ADMM for LASS [002 eq. 17]: closed-form row-sum multiplier, one cached "

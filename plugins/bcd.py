@@ -61,6 +61,7 @@ def default_rank(m: int) -> int:
 
 class BCD(Solver):
     name = "bcd"
+    complexity = {"npkl": (2.5, "O(r·l²) per sweep with rank r ~ √m ~ √l")}
     problem_types = (NPKL,)
     tolerance_family = "iterative"
     description = ("Block coordinate descent on the factored boundary kernel Z_BD = VᵀV "
@@ -75,6 +76,12 @@ class BCD(Solver):
                               "iteration); a step is kept only if it lowers Ω"),
         "verbose": Option(False, "print one line per 10 sweeps"),
     }
+
+    def inexact(self, problem) -> str:
+        if problem.loss == "hinge":
+            return ("BCD on the factored hinge problem stalls above the optimum (status "
+                    "'stalled', [003 Fig. 1])")
+        return ""
 
     def predicted_time(self, problem) -> float:
         """About 30 sweeps (Anderson on) of one l×l GEMM pair plus a per-column Python constant

@@ -71,6 +71,7 @@ def mean_entropy(p: np.ndarray) -> float:
 
 class DASolver(Solver):
     name = "da"
+    complexity = {"linear": (1.0, "O(nnz) per MFN solve, a fixed number of temperatures")}
     tolerance_family = "iterative"
     problem_types = (DAS3VM,)
     description = ("Deterministic annealing S3VM [001 §3.2]: alternating MFN w-steps and "

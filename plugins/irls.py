@@ -345,6 +345,7 @@ class _SumOfNormsModel:
 
 class IRLS(Solver):
     name = "irls"
+    complexity = {"ere": (1.0, "O(nnz(A)·c) per reweighted solve")}
     tolerance_family = "iterative"
     problem_types = (ERE, LRL, SumOfNorms)
     description = ("IRLS [004 Alg. 1-2] for sums of norms and robust ERE: δ-continuation, "

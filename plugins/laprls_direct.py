@@ -20,6 +20,7 @@ from .reduced_system import ReducedSystem
 
 class LapRLSDirect(Solver):
     name = "laprls-direct"
+    complexity = {"manifold": (3.0, "O(n³): one dense n×n solve")}
     tolerance_family = "direct"
     problem_types = (LapSVM,)
     description = "LapRLS normal equations [000 eq. 14], one dense LU solve, O(n^3)."

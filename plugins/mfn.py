@@ -143,6 +143,7 @@ def _merge_active(n_rows, rows, active, y, c):
 
 class MFN(Solver):
     name = "mfn"
+    complexity = {"linear": (1.0, "O(nnz) per CGLS step, a few Newton steps")}
     tolerance_family = "iterative"
     problem_types = (LinearSVM,)
     description = ("L2-SVM-MFN [001 §2]: Newton on the active set by seeded CGLS, exact line "

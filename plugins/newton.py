@@ -28,6 +28,7 @@ from .reduced_system import ReducedSystem
 
 class Newton(Solver):
     name = "newton"
+    complexity = {"manifold": (3.0, "O(n³): a dense n×n solve per Newton step, few steps")}
     tolerance_family = "direct"
     problem_types = (LapSVM,)
     description = (

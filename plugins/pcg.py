@@ -30,6 +30,7 @@ from .line_search import step_along
 
 class PCG(Solver):
     name = "pcg"
+    complexity = {"manifold": (2.0, "O(k·n²): k dense kernel products")}
     tolerance_family = "iterative"
     problem_types = (LapSVM,)
     description = (

@@ -59,6 +59,7 @@ def switch_labels(y_u: np.ndarray, o_u: np.ndarray, max_pairs: int) -> int:
 
 class TSVMSolver(Solver):
     name = "tsvm"
+    complexity = {"linear": (1.0, "O(nnz) per MFN retraining; retrainings grow with u")}
     tolerance_family = "iterative"
     problem_types = (TSVM,)
     description = ("Transductive L2-SVM-MFN with gradual λ' and switching of up to S label pairs "

@@ -9,6 +9,18 @@ PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL, npkl.PR
                        *ere.FORMULATIONS]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
+#: Interior-point growth in each family's cost size (see ``ssl_opt.generators``).
+PRIMAL_COMPLEXITY = {
+    "manifold": (3.0, "dense n×n kernel in the KKT system: O(n³) per iteration"),
+    "linear": (1.5, "sparse KKT factor of the text matrix; fill grows faster than nnz"),
+    "lass": (1.5, "sparse KKT factor, nested-dissection fill on a 2-D kNN graph: O(N^1.5)"),
+    "npkl": (3.0, "an n×n PSD cone: O(n³) per iteration"),
+    "ere": (1.5, "sparse SOCP KKT factor on a kNN graph: fill faster than nnz"),
+}
+#: The full NPKL SDP is over all n points, not the l constrained ones.
+PRIMAL_SIZE_KEYS = {"npkl": ("n",)}
+DUAL_COMPLEXITY = {"manifold": (3.0, "Q needs a dense n×n solve: O(n³)")}
+
 
 @hookimpl
 def register_solvers():
@@ -17,11 +29,14 @@ def register_solvers():
             "cvxpy",
             PRIMAL_FORMULATIONS,
             "Exact primal program in CVXPY, solved by Clarabel (or any CVXPY solver).",
+            PRIMAL_COMPLEXITY,
+            PRIMAL_SIZE_KEYS,
         ),
         CvxpyReference(
             "cvxpy-dual",
             DUAL_FORMULATIONS,
             "Exact dual program in CVXPY (hinge LapSVM [000 §2.1]), with primal recovery.",
+            DUAL_COMPLEXITY,
         ),
         linear_s3vm.ExhaustiveTSVM(),
         npkl.BoundarySDP(),

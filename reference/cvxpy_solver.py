@@ -43,9 +43,13 @@ class CvxpyReference(Solver):
         "solver_options": Option(None, "dict of options passed to the CVXPY solver"),
     }
 
-    def __init__(self, name: str, formulations: list[Formulation], description: str):
+    def __init__(self, name: str, formulations: list[Formulation], description: str,
+                 complexity: dict[str, tuple[float, str]] | None = None,
+                 size_keys: dict[str, tuple[str, ...]] | None = None):
         self.name = name
         self.description = description
+        self.complexity = dict(complexity or {})
+        self.size_keys = dict(size_keys or {})
         self.formulations = {f.problem_type: f for f in formulations}
         self.problem_types = tuple(self.formulations)
 

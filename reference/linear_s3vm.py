@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import math
 from itertools import combinations
 from math import comb
 
@@ -83,7 +84,7 @@ class ExhaustiveTSVM(Solver):
             return missing
         if problem.u > EXHAUSTIVE_MAX_U:
             missing.append(f"u = {problem.u} > {EXHAUSTIVE_MAX_U} unlabeled rows "
-                           f"({comb(problem.u, problem.n_pos)} labelings to enumerate)")
+                           f"({_count(problem.u, problem.n_pos)} labelings to enumerate)")
         if isinstance(problem, DAS3VM) and abs(problem.r * problem.u - problem.n_pos) > 1e-9:
             missing.append(f"an integral r·u for DA (r·u = {problem.r * problem.u:.4g}; the "
                            "optimal p is then fractional, not a labeling)")
@@ -91,6 +92,7 @@ class ExhaustiveTSVM(Solver):
 
     def predicted_time(self, problem) -> float:
         return 0.01 * comb(problem.u, problem.n_pos)
+
 
     def _solve(self, problem, cvxpy_solver, solver_options) -> Solution:
         design, l = problem.design, problem.l
@@ -132,3 +134,8 @@ class ExhaustiveTSVM(Solver):
                               "second_best": float(ordered[1]) if len(values) > 1 else None,
                               "cvxpy_solver": cvxpy_solver})
 
+
+def _count(u: int, k: int) -> str:
+    """``comb(u, k)`` written out, or as a power of ten when it has more than 15 digits."""
+    log10 = (math.lgamma(u + 1) - math.lgamma(k + 1) - math.lgamma(u - k + 1)) / math.log(10)
+    return str(comb(u, k)) if log10 < 15 else f"~1e{int(log10)}"

@@ -81,6 +81,7 @@ class BoundarySDP(Solver):
     description = ("NPKL's boundary-kernel SDP [003 Prop. 1] in CVXPY (dual form, Clarabel), "
                    "lifted with Z = Q Z_BD Qᵀ.")
     options = CvxpyReference.options
+    complexity = {"npkl": (3.0, "an l×l PSD cone: O(l³) per interior-point iteration")}
 
     def __init__(self):
         self._inner = CvxpyReference("cvxpy", [PRIMAL], "boundary SDP")

@@ -1,10 +1,11 @@
-"""Command line: ``ssl-opt solvers`` and ``ssl-opt certify``."""
+"""Command line: ``ssl-opt solvers``, ``certify``, ``calibrate`` and ``bench``."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 import time
+from pathlib import Path
 
 from . import registry
 from .api import list_solvers, solve
@@ -97,6 +98,31 @@ def cmd_certify(args) -> int:
     return 1 if failed else 0
 
 
+def cmd_calibrate(args) -> int:
+    from .calibrate import calibrate_and_save, report
+
+    start = time.perf_counter()
+    models, runs, path = calibrate_and_save(
+        path=args.output, generators=args.generators, solvers=args.solvers,
+        target_seconds=args.target_seconds, max_seconds=args.max_seconds, seed=args.seed,
+        progress=not args.no_progress)
+    print(report(models))
+    print(f"\n{len(models)} models from {len(runs)} runs in {time.perf_counter() - start:.0f} s "
+          f"written to {path}")
+    return 0
+
+
+def cmd_bench(args) -> int:
+    from .bench import run_bench
+
+    report = run_bench(args.family, sizes=args.sizes, variants=args.variant,
+                       solvers=args.solvers, seed=args.seed, time_limit=args.time_limit,
+                       out_dir=args.out, progress=not args.no_progress)
+    print(Path(report.files["summary"]).read_text())
+    print("written: " + ", ".join(report.files.values()))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="ssl-opt", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -106,6 +132,30 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--example", nargs="*", help="only these instances (default: all)")
     p.add_argument("-v", "--verbose", action="store_true", help="progress on stderr")
     p.set_defaults(func=cmd_certify)
+    p = sub.add_parser("calibrate", help="measure installed solvers on generated instances and "
+                                         "fit the cost models used by backend='auto'")
+    p.add_argument("--generators", nargs="*", help="family/variant keys (default: all)")
+    p.add_argument("--solvers", nargs="*", help="solver names (default: all)")
+    p.add_argument("--target-seconds", type=float, default=1.0,
+                   help="stop growing a solver's instances after a run this long")
+    p.add_argument("--max-seconds", type=float, default=15.0,
+                   help="time spent per (solver, variant) at most, roughly")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", help="write here instead of the user cache directory")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_calibrate)
+    p = sub.add_parser("bench", help="run reference and fast solvers side by side on one "
+                                     "family; write CSV, plots and a Markdown summary")
+    p.add_argument("family", help="manifold, linear, lass, npkl, ere (or a plugin's family)")
+    p.add_argument("--sizes", nargs="*", type=int, help="generator scales (default: its grid)")
+    p.add_argument("--variant", nargs="*", help="only these variants (default: all)")
+    p.add_argument("--solvers", nargs="*", help="only these solvers (default: all applicable)")
+    p.add_argument("--time-limit", type=float, default=60.0,
+                   help="skip runs predicted longer than this; failures count as this")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out", default="bench-results", help="output directory")
+    p.add_argument("--no-progress", action="store_true")
+    p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
     return args.func(args)
 

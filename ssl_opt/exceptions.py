@@ -11,3 +11,7 @@ class UnsupportedProblemError(ValueError):
 
 class SolverNotFoundError(LookupError):
     """No registered solver has the requested name."""
+
+
+class InsufficientMemoryError(UnsupportedProblemError):
+    """No applicable solver is predicted to fit in the memory available."""

@@ -25,3 +25,9 @@ def register_solvers() -> list:
 @hookspec
 def register_examples() -> list:
     """Return a list of :class:`ssl_opt.examples.Example` (small built-in instances)."""
+
+
+@hookspec
+def register_generators() -> list:
+    """Return a list of :class:`ssl_opt.generators.Generator` (scalable instances for
+    ``ssl-opt calibrate`` and ``ssl-opt bench``)."""

@@ -45,17 +45,22 @@ def unregister_plugin(plugin) -> None:
     plugin_manager().unregister(plugin)
 
 
+def _unique(batches, key, what: str) -> dict:
+    """Merge the plugins' lists into one dict by ``key``; a key claimed twice is an error."""
+    found: dict = {}
+    for batch in batches:
+        for item in batch or ():
+            k = key(item)
+            if k in found:
+                raise RuntimeError(f"two plugins register {what} {k!r}; keep only one of them.")
+            found[k] = item
+    return found
+
+
 def solvers() -> dict:
     """Every registered solver by name; two plugins may not claim the same name."""
-    found: dict = {}
-    for batch in plugin_manager().hook.register_solvers():
-        for solver in batch or ():
-            if solver.name in found:
-                raise RuntimeError(
-                    f"two plugins register a solver named {solver.name!r}; rename one of them."
-                )
-            found[solver.name] = solver
-    return found
+    return _unique(plugin_manager().hook.register_solvers(), lambda s: s.name,
+                   "a solver named")
 
 
 def get_solver(name: str):
@@ -73,3 +78,17 @@ def examples() -> list:
     for batch in plugin_manager().hook.register_examples():
         found.extend(batch or ())
     return sorted(found, key=lambda e: e.name)
+
+
+def generators() -> dict:
+    """Every registered instance generator by ``family/variant`` key."""
+    found = _unique(plugin_manager().hook.register_generators(), lambda g: g.key,
+                    "a generator for")
+    return dict(sorted(found.items()))
+
+
+def reset() -> None:
+    """Forget the loaded plugins; the next call re-reads the entry-point group (tests, or after
+    installing a plugin in a running session)."""
+    global _manager
+    _manager = None

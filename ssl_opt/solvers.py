@@ -31,6 +31,13 @@ class Solver:
     problem_types: ClassVar[tuple[type, ...]] = ()
     description: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
+    #: Known growth per ``family/variant`` key (or bare family): ``(exponent, why)``, the
+    #: exponent in the size of that family's generator; calibration reports the fitted exponent
+    #: beside it.
+    complexity: ClassVar[dict[str, tuple[float, str]]] = {}
+    #: Cost-model size of this solver where it differs from the family generator's, per
+    #: ``family/variant`` key or family (e.g. the full NPKL SDP grows with n, not l).
+    size_keys: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def missing(self, problem) -> list[str]:
         """Reasons this solver cannot solve ``problem`` (empty when it can)."""
@@ -42,9 +49,30 @@ class Solver:
     def supports(self, problem) -> bool:
         return not self.missing(problem)
 
+    def inexact(self, problem) -> str:
+        """Why this solver does not reach a certified optimum on ``problem`` ("" when it does);
+        ``backend="auto"`` then uses it only when nothing exact is predicted in time."""
+        return ""
+
     def predicted_time(self, problem) -> float:
-        """Rough predicted seconds on a laptop core (the cost model used by ``auto``)."""
+        """An analytic estimate of seconds, used only where no calibrated cost model exists
+        (:mod:`ssl_opt.cost_model`); NaN when the solver offers none."""
         return float("nan")
+
+    def predicted_memory(self, problem) -> float:
+        """An analytic estimate of peak extra bytes, used where no calibrated model exists."""
+        return float("nan")
+
+    def cost_size_keys(self, key: str, default: tuple[str, ...]) -> tuple[str, ...]:
+        """The structure sizes whose product is this solver's cost-model size on ``key``."""
+        found = self.size_keys.get(key, self.size_keys.get(key.split("/", 1)[0]))
+        return tuple(default) if found is None else tuple(found)
+
+    def expected_growth(self, key: str) -> tuple[float, str] | None:
+        """``complexity`` for ``family/variant`` ``key``, else for its family, else None."""
+        if key in self.complexity:
+            return self.complexity[key]
+        return self.complexity.get(key.split("/", 1)[0])
 
     def solve(self, problem, **options) -> Solution:
         missing = self.missing(problem)

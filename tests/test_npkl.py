@@ -881,11 +881,17 @@ def test_from_regularizer_validates_delta():
 # ------------------------------------------------------- 10. selection and built-in examples
 
 
-def test_reference_selection_prefers_the_boundary_sdp_when_l_below_n():
-    p = _tiny("square")
-    assert p.constrained_points.size < p.n
-    assert ssl_opt.select(p, "reference").solver == "cvxpy-boundary"
-    # Every point constrained: the reduction buys nothing, the plain SDP is chosen.
+def test_reference_selection_prefers_the_boundary_sdp_when_l_far_below_n():
+    """The full SDP's cost model is a law in n and the boundary SDP's in l, so the reduction is
+    chosen when few points are constrained and the plain SDP when all are (the reduction's
+    set-up then buys nothing)."""
+    d = double_spiral(n=300, seed=0)
+    pairs, labels = pairwise_constraints(d.y, 30, seed=0)
+    p = NPKL(knn_graph(d.X, n_neighbors=5), pairs, labels, C=1.0)
+    assert p.constrained_points.size < p.n / 4
+    sel = ssl_opt.select(p, "reference")
+    assert sel.solver == "cvxpy-boundary"
+    assert sel.predicted_time["cvxpy"] > 10 * sel.predicted_time["cvxpy-boundary"]
     n = 8
     S = knn_graph(np.random.default_rng(0).standard_normal((n, 2)), n_neighbors=3)
     pairs = np.array([[i, i + 1] for i in range(0, n, 2)])

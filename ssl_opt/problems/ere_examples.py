@@ -10,6 +10,7 @@ import scipy.sparse as sp
 
 from ..builders import knn_graph
 from ..examples import Example
+from ..generators import Generator, geometric_scales
 from ..hookspecs import hookimpl
 from .ere import ERE, LRL
 
@@ -118,4 +119,26 @@ def register_examples():
                 _robust),
         Example("ere-squared", "ere", "squared ERE [004 eq. 8], same data", _squared),
         Example("ere-lrl", "ere", "LRL baseline [004 eq. 5], same data", _lrl),
+    ]
+
+
+def _clusters_at(kind: str):
+    """Three 5-D clusters with n points, 2 labels per class, 5 % outliers, the 10-NN graph."""
+    def build(n: int, seed: int):
+        data = clusters_with_outliers(n=n, seed=seed)
+        if kind == "lrl":
+            return LRL(data.X, data.A, data.Y, alpha=1.0, beta=0.05)
+        return ERE(data.X, data.A, data.Y, alpha=1.0, beta=0.05, robust=kind == "robust")
+
+    return build
+
+
+@hookimpl
+def register_generators():
+    grid = geometric_scales(60, 100_000)
+    bench = (100, 300, 1000, 3000, 10000)
+    return [
+        Generator(f"ere/{kind}", ("n", "c"), _clusters_at(kind),
+                  f"{kind} ERE, three clusters with n points and outliers", grid, bench)
+        for kind in ("robust", "squared", "lrl")
     ]

@@ -7,6 +7,7 @@ import numpy as np
 from ..builders import knn_graph
 from ..datasets import two_moons
 from ..examples import Example
+from ..generators import Generator, geometric_scales
 from ..hookspecs import hookimpl
 from .lass import LASS
 
@@ -39,3 +40,20 @@ def register_examples():
                 "LASS with negative similarities on a graph of two components, N=400, K=3",
                 _moons(True, True)),
     ]
+
+
+def _moons_at(N: int, seed: int):
+    """Two moons with N items, K = 3 categories, a third of the items tagged with their moon's
+    category (the third category never), the 8-NN graph and λ = 0.1."""
+    data = two_moons(n=N, n_labeled=2, noise=0.1, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    G = np.zeros((N, 3))
+    tagged = rng.choice(N, N // 3, replace=False)
+    G[tagged, (data.y_all[tagged] > 0).astype(int)] = 1.0
+    return LASS(knn_graph(data.X, n_neighbors=8), G, lam=0.1)
+
+
+@hookimpl
+def register_generators():
+    return [Generator("lass/qp", ("N", "K"), _moons_at, "LASS, two moons with N items, K = 3",
+                      geometric_scales(100, 200_000), (60, 300, 1000, 3000, 10000, 30000))]

@@ -6,6 +6,7 @@ import numpy as np
 
 from ..datasets import gaussian_blobs
 from ..examples import Example
+from ..generators import Generator, geometric_scales
 from ..hookspecs import hookimpl
 from ..text_datasets import synthetic_text
 from .linear_s3vm import DAS3VM, TSVM, LinearSVM
@@ -48,4 +49,34 @@ def register_examples():
         Example("da-tiny", "linear", "DA S3VM, same instance as tsvm-tiny", _da_tiny),
         Example("tsvm-text", "linear", "TSVM, sparse text 300x500 with 40 labels (no global "
                 "reference)", _tsvm_text),
+    ]
+
+
+def _text_at(kind: str):
+    """Sparse text with n rows over n // 2 words, 25 words per row; every row labeled for the
+    L2-SVM, 10 % labeled for TSVM and DA."""
+    def build(n: int, seed: int):
+        labeled = n if kind == "l2svm" else max(4, n // 10)
+        data = synthetic_text(n, max(100, n // 2), nnz_per_row=25, n_labeled=labeled, r=0.5,
+                              seed=seed)
+        if kind == "l2svm":
+            return LinearSVM(data.X, data.y, lam=1e-2)
+        if kind == "tsvm":
+            return TSVM(data.X, data.y, lam=1e-3, lam_u=1.0)
+        return DAS3VM(data.X, data.y, lam=1e-3, lam_u=1.0, r=0.5)
+
+    return build
+
+
+@hookimpl
+def register_generators():
+    grid = geometric_scales(200, 200_000)
+    bench = (500, 2000, 8000, 32000, 128000)
+    return [
+        Generator("linear/l2svm", ("nnz",), _text_at("l2svm"),
+                  "L2-SVM on sparse text, n rows x n/2 words", grid, bench),
+        Generator("linear/tsvm", ("nnz",), _text_at("tsvm"),
+                  "TSVM on sparse text, 10 % labeled", grid, bench),
+        Generator("linear/da", ("nnz",), _text_at("da"),
+                  "DA S3VM on sparse text, 10 % labeled", grid, bench),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from ..builders import graph_laplacian_from_data, rbf_kernel
 from ..datasets import gaussian_blobs, two_moons
 from ..examples import Example
+from ..generators import Generator, geometric_scales
 from ..hookspecs import hookimpl
 from .manifold import LapRLS, LapSVM
 
@@ -40,4 +41,31 @@ def register_examples():
         Example("lapsvm-logistic-blobs", "manifold",
                 "logistic LapSVM variant, Gaussian blobs n=100, heat-weighted normalized L",
                 _blobs_logistic),
+    ]
+
+
+def _moons_at(loss: str):
+    """Two moons with n points, 4 % of them labeled, the RBF kernel and a 6-NN Laplacian."""
+    def build(n: int, seed: int):
+        data = two_moons(n=n, n_labeled=max(4, n // 25), noise=0.1, seed=seed)
+        K = rbf_kernel(data.X, sigma=0.35)
+        L = graph_laplacian_from_data(data.X, n_neighbors=6)
+        if loss == "squared":
+            return LapRLS(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
+        return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, loss=loss)
+
+    return build
+
+
+@hookimpl
+def register_generators():
+    grid = geometric_scales(60, 4000)
+    bench = (40, 100, 250, 500, 1000, 2000)
+    return [
+        Generator("manifold/squared_hinge", ("n",), _moons_at("squared_hinge"),
+                  "primal LapSVM, two moons with n points", grid, bench),
+        Generator("manifold/squared", ("n",), _moons_at("squared"),
+                  "LapRLS, two moons with n points", grid, bench),
+        Generator("manifold/hinge", ("n",), _moons_at("hinge"),
+                  "hinge LapSVM (references only), two moons with n points", grid, bench),
     ]

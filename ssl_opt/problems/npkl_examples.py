@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..builders import knn_graph
 from ..examples import Example
+from ..generators import Generator, geometric_scales
 from ..hookspecs import hookimpl
 from ..npkl_data import double_spiral, pairwise_constraints, paper_constraint_count
 from .npkl import NPKL
@@ -23,5 +24,26 @@ def register_examples():
     return [
         Example(f"npkl-spiral-{loss.replace('_', '-')}", "npkl",
                 f"NPKL ({loss} loss), double spiral n=60, 36 pairs, 5-NN graph", _spiral(loss))
+        for loss in ("square", "squared_hinge", "hinge")
+    ]
+
+
+def _spiral_at(loss: str):
+    """Double spiral with n points, half the paper's constraint count, the 5-NN graph, C = 1."""
+    def build(n: int, seed: int):
+        data = double_spiral(n=n, seed=seed)
+        pairs, labels = pairwise_constraints(data.y, paper_constraint_count(n) // 2, seed=seed)
+        return NPKL(knn_graph(data.X, n_neighbors=5), pairs, labels, C=1.0, loss=loss)
+
+    return build
+
+
+@hookimpl
+def register_generators():
+    grid = geometric_scales(40, 6000)
+    bench = (50, 100, 200, 400, 800, 1600)
+    return [
+        Generator(f"npkl/{loss}", ("l",), _spiral_at(loss),
+                  f"NPKL ({loss}), double spiral with n points", grid, bench)
         for loss in ("square", "squared_hinge", "hinge")
     ]
