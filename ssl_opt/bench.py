@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from . import model_store, registry
+from ._validation import check_int
 from .certificate import certify
 from .exceptions import InvalidInputError, UnsupportedProblemError
 from .generators import cost_size
@@ -86,6 +87,8 @@ class Run:
     prediction_source: str
     held_out: bool
     auto_choice: bool
+    #: The model's size at this run over the largest size it was calibrated on.
+    beyond_calibration: float = math.nan
     note: str = ""
 
     @property
@@ -113,14 +116,19 @@ class BenchReport:
     time_limit: float
     files: dict[str, str] = field(default_factory=dict)
 
+    def predicted_runs(self) -> list[Run]:
+        """Held-out runs that succeeded and have a prediction."""
+        return [r for r in self.runs
+                if r.held_out and r.succeeded and r.predicted_time_s == r.predicted_time_s]
+
     def prediction_accuracy(self) -> tuple[int, int]:
-        """(within 2x, total) over held-out runs that succeeded and have a prediction."""
-        ok = total = 0
-        for r in self.runs:
-            if r.held_out and r.succeeded and r.predicted_time_s == r.predicted_time_s:
-                total += 1
-                ok += 0.5 <= r.time_s / r.predicted_time_s <= 2.0
-        return ok, total
+        """(within 2x, total) over :meth:`predicted_runs`."""
+        runs = self.predicted_runs()
+        return sum(_within_2x(r) for r in runs), len(runs)
+
+
+def _within_2x(run: Run) -> bool:
+    return 0.5 <= run.time_s / run.predicted_time_s <= 2.0
 
 
 def _residual_text(residuals: dict) -> str:
@@ -129,6 +137,7 @@ def _residual_text(residuals: dict) -> str:
 
 def _run_one(problem, solver, prediction, scale, size, key, model_sizes,
              repeat_below) -> tuple[Run, object]:
+    beyond = prediction.size / max(model_sizes) if model_sizes else math.nan
     m = measure(lambda: solver.solve(problem))
     for _ in range(2):  # short runs: the fastest of three, as calibration measures them
         if m.seconds >= repeat_below:
@@ -141,7 +150,7 @@ def _run_one(problem, solver, prediction, scale, size, key, model_sizes,
                m.peak_bytes / 2**20, int(sol.iterations), float(sol.objective), math.nan,
                math.nan, math.nan, "", prediction.seconds, prediction.memory / 2**20,
                prediction.source, bool(model_sizes) and prediction.size not in model_sizes,
-               False), sol
+               False, beyond), sol
 
 
 def _skipped(key, scale, size, solver, prediction, note) -> Run:
@@ -175,12 +184,14 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
         if unknown:
             raise InvalidInputError(f"no solver {unknown}; registered: {sorted(table)}.")
         table = {k: v for k, v in table.items() if k in solvers}
-    if time_limit <= 0:
+    if not time_limit > 0:
         raise InvalidInputError(f"time_limit must be positive, got {time_limit!r}.")
+    if sizes is not None:
+        sizes = sorted({check_int(s, "sizes", 1) for s in sizes})
     models = model_store.load_models()
     runs: list[Run] = []
     summaries: list[VariantSummary] = []
-    steps = [(k, g, s) for k, g in gens.items() for s in (sizes or g.bench_scales)]
+    steps = [(k, g, s) for k, g in gens.items() for s in (sizes or sorted(g.bench_scales))]
     bar = tqdm(steps, desc=f"bench {family}", unit="instance", disable=not progress)
     too_slow: set[tuple[str, str]] = set()
     convergence: dict[str, dict] = {}
@@ -471,6 +482,12 @@ def markdown(report: BenchReport, files: dict[str, str]) -> str:
              f"{report.time_limit:g} s. Times in seconds; the size is the cost models' size.", "",
              f"Prediction: {ok} of {total} held-out runs within 2x of the calibrated model"
              + (f" ({100 * ok / total:.0f} %)." if total else "."), ""]
+    misses = [r for r in report.predicted_runs() if not _within_2x(r)]
+    if misses:
+        lines += ["Outside 2x (measured / predicted; size over the largest calibrated size):", ""]
+        lines += [f"- {r.variant} {r.solver} at size {r.size:.4g}: {r.time_s:.3g} s / "
+                  f"{r.predicted_time_s:.3g} s; {r.beyond_calibration:.2g}x" for r in misses]
+        lines.append("")
     for s in report.summaries:
         runs = [r for r in report.runs if r.variant == s.key]
         names = sorted({r.solver for r in runs})

@@ -15,6 +15,7 @@ import time
 from dataclasses import dataclass
 
 from . import model_store, registry
+from ._validation import check_int, check_positive
 from .cost_model import CostModel
 from .exceptions import InvalidInputError
 from .generators import cost_size
@@ -61,6 +62,11 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
     :func:`calibrate_and_save`)."""
     from tqdm.auto import tqdm
 
+    check_positive(target_seconds, "target_seconds")
+    check_positive(max_seconds, "max_seconds")
+    check_positive(repeat_below, "repeat_below")
+    min_points = check_int(min_points, "min_points", 2)
+    seed = check_int(seed, "seed", 0)
     pairs = _pairs(generators, solvers)
     instances: dict[tuple[str, int], object] = {}
     runs: list[CalibrationRun] = []

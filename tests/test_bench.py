@@ -82,6 +82,10 @@ def test_calibrate_rejects_unknown_names():
         calibrate(generators=["nope/nope"], progress=False)
     with pytest.raises(InvalidInputError, match="solver"):
         calibrate(solvers=["nope"], progress=False)
+    with pytest.raises(InvalidInputError, match="target_seconds"):
+        calibrate(target_seconds=0, progress=False)
+    with pytest.raises(InvalidInputError, match="min_points"):
+        calibrate(min_points=1, progress=False)
 
 
 def test_bench_rows_agree_with_an_independent_reference_solve(cache, tmp_path):
@@ -105,6 +109,14 @@ def test_bench_rows_agree_with_an_independent_reference_solve(cache, tmp_path):
         assert chosen == [ssl_opt.select(problem).solver]
     summary = (out / "npkl.md").read_text()
     assert "crossover" in summary and "shifted geometric mean" in summary
+    # the prediction count of the summary, recomputed from the CSV
+    judged = [float(r["time_s"]) / float(r["predicted_time_s"]) for r in rows
+              if r["held_out"] == "True" and r["status"] == "optimal"
+              and r["certified"] == "True" and r["predicted_time_s"] != "nan"]
+    assert judged
+    ok = sum(0.5 <= x <= 2 for x in judged)
+    assert f"Prediction: {ok} of {len(judged)} held-out runs" in summary
+    assert summary.count("\n- npkl/square ") == len(judged) - ok
     for name in ("npkl_time.png", "npkl_convergence.png"):
         assert (out / name).stat().st_size > 10_000
     s = rep.summaries[0]
@@ -135,6 +147,10 @@ def test_bench_rejects_unknown_family_variant_and_solver():
         run_bench("npkl", variants=["nope"], progress=False)
     with pytest.raises(InvalidInputError, match="solver"):
         run_bench("npkl", solvers=["nope"], progress=False)
+    with pytest.raises(InvalidInputError, match="sizes"):
+        run_bench("npkl", sizes=[50, 0], progress=False)
+    with pytest.raises(InvalidInputError, match="time_limit"):
+        run_bench("npkl", time_limit=-1, progress=False)
 
 
 def test_measure_sees_a_known_allocation():
