@@ -156,7 +156,7 @@ def _run_one(problem, solver, prediction, scale, size, key, model_sizes,
 def _skipped(key, scale, size, solver, prediction, note) -> Run:
     return Run(key, scale, size, solver.name, solver.backend, "skipped", None, math.nan,
                math.nan, 0, math.nan, math.nan, math.nan, math.nan, "", prediction.seconds,
-               prediction.memory / 2**20, prediction.source, False, False, note)
+               prediction.memory / 2**20, prediction.source, False, False, note=note)
 
 
 def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] | None = None,
@@ -214,8 +214,14 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
                                       f"predicted {prediction.seconds:.3g} s > time limit"),
                              None))
             else:
-                run, sol = _run_one(problem, solver, prediction, scale, size, key, model_sizes,
-                                    repeat_below)
+                try:
+                    run, sol = _run_one(problem, solver, prediction, scale, size, key,
+                                        model_sizes, repeat_below)
+                except Exception as exc:  # one solver's bug must not end the benchmark
+                    run, sol = _skipped(key, scale, size, solver, prediction,
+                                        f"raised {type(exc).__name__}: {exc}"), None
+                    run.status = "error"
+                    too_slow.add((key, name))
                 if run.time_s > time_limit:
                     too_slow.add((key, name))
                 here.append((run, sol))

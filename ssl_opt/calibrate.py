@@ -12,6 +12,7 @@ fastest kept (timer and cache noise). Instances are shared between solvers.
 from __future__ import annotations
 
 import time
+import warnings
 from dataclasses import dataclass
 
 from . import model_store, registry
@@ -83,17 +84,23 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
             problem = instances[(key, scale)]
             if not solver.supports(problem):
                 break
-            if warm:  # first call pays imports and caches: not a measurement
-                solver.solve(problem)
-                warm = False
-            best = None
-            for _ in range(3):
-                m = measure(lambda p=problem, s=solver: s.solve(p))
-                spent += m.seconds
-                if best is None or m.seconds < best.seconds:
-                    best = m
-                if m.seconds >= repeat_below:
-                    break
+            try:
+                if warm:  # first call pays imports and caches: not a measurement
+                    solver.solve(problem)
+                    warm = False
+                best = None
+                for _ in range(3):
+                    m = measure(lambda p=problem, s=solver: s.solve(p))
+                    spent += m.seconds
+                    if best is None or m.seconds < best.seconds:
+                        best = m
+                    if m.seconds >= repeat_below:
+                        break
+            except Exception as exc:  # a plugin's bug must not end everyone's calibration
+                warnings.warn(f"calibration: {name} on {key} at scale {scale} raised "
+                              f"{type(exc).__name__}: {exc}; its larger sizes are skipped.",
+                              RuntimeWarning, stacklevel=2)
+                break
             status = best.result.status
             size = cost_size(problem, size_keys)
             runs.append(CalibrationRun(key, name, scale, size, best.seconds, best.peak_bytes,

@@ -137,6 +137,8 @@ def test_bench_skips_what_is_predicted_beyond_the_time_limit(cache, tmp_path):
     rep = run_bench("lass", sizes=[60], out_dir=None, progress=False, time_limit=5)
     status = {r.solver: r.status for r in rep.runs}
     assert status["cvxpy"] == "skipped" and status["admm"] == "optimal"
+    skipped = next(r for r in rep.runs if r.solver == "cvxpy")
+    assert "time limit" in skipped.note and np.isnan(skipped.beyond_calibration)
     assert np.isnan(rep.runs[0].reference_objective)
 
 

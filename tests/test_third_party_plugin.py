@@ -130,3 +130,43 @@ def test_a_name_claimed_twice_is_refused():
     finally:
         registry.unregister_plugin(plugin)
     assert registry.get_solver("pcg") is not None
+
+
+def test_a_solver_that_raises_does_not_end_calibration_or_bench(tmp_path, monkeypatch):
+    from ssl_opt.calibrate import calibrate
+    from ssl_opt.hookspecs import hookimpl
+    from ssl_opt.problems import LapRLS
+    from ssl_opt.solvers import Solver
+
+    class Broken(Solver):
+        name = "test-broken"
+        problem_types = (LapRLS,)
+
+        def _solve(self, problem):
+            raise ZeroDivisionError("plugin bug")
+
+    class Plugin:
+        @hookimpl
+        def register_solvers(self):
+            return [Broken()]
+
+    monkeypatch.setenv(model_store.CACHE_ENV, str(tmp_path))
+    model_store.clear_cache()
+    plugin = Plugin()
+    registry.register_plugin(plugin)
+    try:
+        with pytest.warns(RuntimeWarning, match="test-broken .* ZeroDivisionError"):
+            models, runs = calibrate(generators=["manifold/squared"],
+                                     solvers=["test-broken", "laprls-direct"],
+                                     target_seconds=0.01, max_seconds=1, progress=False)
+        assert [m.solver for m in models] == ["laprls-direct"]
+        rep = run_bench("manifold", sizes=[60, 80], variants=["squared"],
+                        solvers=["test-broken", "laprls-direct"], progress=False)
+        status = {(r.scale, r.solver): (r.status, r.note) for r in rep.runs}
+        assert status[(60, "test-broken")][0] == "error"
+        assert "ZeroDivisionError" in status[(60, "test-broken")][1]
+        assert status[(80, "test-broken")][0] == "skipped"
+        assert status[(80, "laprls-direct")][0] == "optimal"
+    finally:
+        registry.unregister_plugin(plugin)
+        model_store.clear_cache()
