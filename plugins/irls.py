@@ -557,6 +557,15 @@ def _irls(solver, problem, model, x0, tol, kkt_tol, gap_tol, max_iter, delta0, d
         if aa is not None:
             aa.clear()
 
+    def stage_done(floor) -> bool:
+        """End the stage; True when its extrapolation is certified (``result``), else start
+        the next stage at ``δ / delta_factor``, not below ``floor``."""
+        nonlocal result
+        result = end_stage()
+        if result is None:
+            next_stage(max(st.delta / delta_factor, floor))
+        return result is not None
+
     while it < max_iter:
         it += 1
         stage_it += 1
@@ -597,11 +606,9 @@ def _irls(solver, problem, model, x0, tol, kkt_tol, gap_tol, max_iter, delta0, d
         if st.delta > final_delta:  # an intermediate stage of the continuation
             if (st.r <= max(np.sqrt(st.delta) / sigma, kkt_tol) or stuck
                     or stage_it >= stage_max_iter):
-                result = end_stage()
-                if result is not None:
+                if stage_done(final_delta):
                     status = OPTIMAL
                     break
-                next_stage(max(st.delta / delta_factor, final_delta))
             continue
         if change <= tol and (st.r <= kkt_tol or stuck) and it >= next_check:
             # The kink slack with the smoothed multipliers costs nothing: the certificate
@@ -617,11 +624,9 @@ def _irls(solver, problem, model, x0, tol, kkt_tol, gap_tol, max_iter, delta0, d
                 last_cert = {"kink_slack_estimate": slack, "smoothed_stationarity": st.r}
             next_check, check_gap = it + check_gap, 2 * check_gap
             if st.delta > lowest_delta * (1 + 1e-12):
-                result = end_stage()
-                if result is not None:
+                if stage_done(lowest_delta):
                     status = OPTIMAL
                     break
-                next_stage(max(st.delta / delta_factor, lowest_delta))
                 continue
         if st.delta <= lowest_delta * (1 + 1e-12) and since_best >= stall_iter:
             status = STALLED
