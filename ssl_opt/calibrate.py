@@ -22,6 +22,7 @@ from .exceptions import InvalidInputError
 from .generators import cost_size
 from .measure import measure
 from .solution import FAILED
+from .text_table import text_table
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
     runs: list[CalibrationRun] = []
     models: list[CostModel] = []
     bar = tqdm(pairs, desc="calibrating", unit="pair", disable=not progress)
-    for key, gen, name, solver in bar:
+    for i, (key, gen, name, solver) in enumerate(bar):
         bar.set_postfix_str(f"{name} on {key}")
         spent, points = 0.0, []
         size_keys = solver.cost_size_keys(key, gen.size_keys)
@@ -117,7 +118,7 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
                 name, key, size_keys, points,
                 None if growth is None else growth[0], "" if growth is None else growth[1]))
         # Drop instances no later solver of this generator will reach.
-        if all(p[0] != key for p in pairs[pairs.index((key, gen, name, solver)) + 1:]):
+        if all(p[0] != key for p in pairs[i + 1:]):
             for k in [k for k in instances if k[0] == key]:
                 del instances[k]
     return models, runs
@@ -138,8 +139,7 @@ def calibrate_and_save(path=None, **kwargs) -> tuple[list[CostModel], list[Calib
 
 def report(models: list[CostModel]) -> str:
     """Fitted exponents beside the expected ones, as a plain-text table."""
-    rows = [["family/variant", "solver", "sizes", "points", "time law", "fitted b",
-             "expected b", "memory law"]]
+    rows = []
     for m in sorted(models, key=lambda m: (m.key, m.solver)):
         lo, hi = m.size_range
         mem = "-" if m.memory is None else f"{m.memory.c / 2**20:.3g} MiB + " \
@@ -148,7 +148,5 @@ def report(models: list[CostModel]) -> str:
                      f"{m.time.c:.2g} s + {m.time.a:.2g}·s^{m.time.b:.2f}",
                      f"{m.time.b:.2f}",
                      "-" if m.expected_exponent is None else f"{m.expected_exponent:g}", mem])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(lines)
+    return text_table(rows, ["family/variant", "solver", "sizes", "points", "time law",
+                             "fitted b", "expected b", "memory law"])

@@ -12,14 +12,7 @@ from .api import list_solvers, solve
 from .certificate import certify
 from .exceptions import UnsupportedProblemError
 from .solution import STALLED
-
-
-def _table(rows: list[list[str]], header: list[str]) -> str:
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows, strict=True)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [fmt.format(*header), fmt.format(*("-" * w for w in widths))]
-    lines += [fmt.format(*map(str, r)) for r in rows]
-    return "\n".join(lines)
+from .text_table import text_table
 
 
 def _shorten(text: str, width: int = 72) -> str:
@@ -29,7 +22,7 @@ def _shorten(text: str, width: int = 72) -> str:
 def cmd_solvers(args) -> int:
     rows = [[s["name"], s["backend"], ", ".join(s["problems"]), _shorten(s["description"])]
             for s in list_solvers()]
-    print(_table(rows, ["solver", "backend", "problems", "description"]))
+    print(text_table(rows, ["solver", "backend", "problems", "description"]))
     return 0
 
 
@@ -84,7 +77,7 @@ def cmd_certify(args) -> int:
     rows = []
     for example in examples:
         rows += certify_example(example, stream=sys.stderr if args.verbose else None)
-    print(_table(rows, ["instance", "solver", "backend", "time_s", "iters", "objective",
+    print(text_table(rows, ["instance", "solver", "backend", "time_s", "iters", "objective",
                         "rel_gap", "max_resid", "certificate"]))
     if any("(global)" in r[6] for r in rows):
         print("\n(global): non-convex instance; gap to the global optimum found by enumeration, "
