@@ -30,7 +30,7 @@ from ._validation import check_int
 from .certificate import certify
 from .exceptions import InvalidInputError, UnsupportedProblemError
 from .generators import cost_size
-from .measure import measure
+from .measure import measure_fastest
 from .selection import predict, select
 from .solution import OPTIMAL
 
@@ -138,13 +138,7 @@ def _residual_text(residuals: dict) -> str:
 def _run_one(problem, solver, prediction, scale, size, key, model_sizes,
              repeat_below) -> tuple[Run, object]:
     beyond = prediction.size / max(model_sizes) if model_sizes else math.nan
-    m = measure(lambda: solver.solve(problem))
-    for _ in range(2):  # short runs: the fastest of three, as calibration measures them
-        if m.seconds >= repeat_below:
-            break
-        again = measure(lambda: solver.solve(problem))
-        if again.seconds < m.seconds:
-            m = again
+    m, _ = measure_fastest(lambda: solver.solve(problem), repeat_below)
     sol = m.result
     return Run(key, scale, size, solver.name, solver.backend, sol.status, None, m.seconds,
                m.peak_bytes / 2**20, int(sol.iterations), float(sol.objective), math.nan,

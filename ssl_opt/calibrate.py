@@ -20,7 +20,7 @@ from ._validation import check_int, check_positive
 from .cost_model import CostModel
 from .exceptions import InvalidInputError
 from .generators import cost_size
-from .measure import measure
+from .measure import measure_fastest
 from .solution import FAILED
 from .text_table import text_table
 
@@ -89,14 +89,9 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
                 if warm:  # first call pays imports and caches: not a measurement
                     solver.solve(problem)
                     warm = False
-                best = None
-                for _ in range(3):
-                    m = measure(lambda p=problem, s=solver: s.solve(p))
-                    spent += m.seconds
-                    if best is None or m.seconds < best.seconds:
-                        best = m
-                    if m.seconds >= repeat_below:
-                        break
+                best, seconds = measure_fastest(lambda p=problem, s=solver: s.solve(p),
+                                                repeat_below)
+                spent += seconds
             except Exception as exc:  # a plugin's bug must not end everyone's calibration
                 warnings.warn(f"calibration: {name} on {key} at scale {scale} raised "
                               f"{type(exc).__name__}: {exc}; its larger sizes are skipped.",

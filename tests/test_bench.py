@@ -184,3 +184,14 @@ def test_cli_calibrate_and_bench(tmp_path):
     assert out.returncode == 0, out.stderr
     for name in ("lass.csv", "lass.md", "lass_time.png", "lass_convergence.png"):
         assert (tmp_path / "b" / name).exists()
+
+
+def test_measure_fastest_repeats_only_short_runs():
+    from ssl_opt.measure import measure_fastest
+
+    calls = []
+    best, spent = measure_fastest(lambda: calls.append(1), repeat_below=10.0)
+    assert len(calls) == 3 and spent >= best.seconds > 0
+    calls.clear()
+    measure_fastest(lambda: calls.append(1), repeat_below=1e-12)
+    assert len(calls) == 1
