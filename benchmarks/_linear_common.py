@@ -84,8 +84,8 @@ def transductive_error(outputs: np.ndarray, y_all: np.ndarray, l: int) -> float:
 
 def warm_up() -> None:
     """Load the plugins (importing cvxpy) and touch every solver once on a tiny instance."""
+    from ssl_opt.datasets.text import synthetic_text
     from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
-    from ssl_opt.text_datasets import synthetic_text
 
     t0 = time.perf_counter()
     with warnings.catch_warnings():

@@ -21,16 +21,16 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-import ssl_opt.plugins.admm as admm
-from ssl_opt.plugins.laplacian_solve import FactorSolve
-from ssl_opt.plugins.mfn import mfn
+import ssl_opt.plugins.lass.admm as admm
+from ssl_opt.plugins.lass.laplacian_solve import FactorSolve
+from ssl_opt.plugins.linear.mfn import mfn
 
 import ssl_opt
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import laplacian
-from ssl_opt.datasets import two_moons
+from ssl_opt.datasets.synthetic import two_moons
+from ssl_opt.datasets.text import synthetic_text
 from ssl_opt.problems import LASS, TSVM, LinearSVM
-from ssl_opt.text_datasets import synthetic_text
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_lass  # noqa: E402

@@ -1,7 +1,7 @@
 """ERE benchmark [004]: the IRLS plugin against CVXPY+Clarabel, plain IRLS against the
 accelerated defaults, the toy robustness example and multi-label F1 — side by side in one run.
 
-Instances (``ssl_opt.problems.ere_examples.clusters_with_outliers``): c unit Gaussian clusters
+Instances (``ssl_opt.problems.ere.examples.clusters_with_outliers``): c unit Gaussian clusters
 in d dimensions (centers N(0, 2.5² I)), 2 labeled points per class for the small instances and
 n/(20c) per class for the large ones, 5–10 % of the unlabeled points pushed far away
 (outliers, 8× a standard normal draw around their center), binary kNN graph (union
@@ -55,7 +55,7 @@ from sklearn.metrics import f1_score
 
 import ssl_opt
 from ssl_opt.problems import ERE, LRL
-from ssl_opt.problems.ere_examples import clusters_with_outliers, elongated_gaussians
+from ssl_opt.problems.ere.examples import clusters_with_outliers, elongated_gaussians
 
 FIGURE = Path(__file__).resolve().parent.parent / "docs" / "figures" / "ere_toy.png"
 TARGET_GAP = 1e-5

@@ -62,7 +62,7 @@ import scipy.sparse as sp
 
 import ssl_opt
 from ssl_opt.builders import knn_graph, laplacian, rbf_kernel
-from ssl_opt.datasets import g50c_like, two_moons
+from ssl_opt.datasets.synthetic import g50c_like, two_moons
 from ssl_opt.problems import LapSVM
 
 DATASETS = ("two_moons", "g50c_like")

@@ -77,7 +77,7 @@ from scipy.sparse.linalg import splu
 import ssl_opt
 from ssl_opt import registry
 from ssl_opt.builders import knn_graph
-from ssl_opt.datasets import two_moons
+from ssl_opt.datasets.synthetic import two_moons
 from ssl_opt.problems import LASS
 
 KNN = 10

@@ -7,7 +7,7 @@ lambda = 0.001 and lambda' = 1 (``-W 0.001 -U 1``), on
   MFN 0.35 s, TSVM 12.1 s (446 switches), DA 18.4 s;
 * a 2,000 x 2,000 synthetic text set: MFN 0.01 s, TSVM 0.40 s, DA 1.24 s.
 
-Both instances come from ``ssl_opt.text_datasets.synthetic_text`` (seed ``--seed``). The number
+Both instances come from ``ssl_opt.datasets.text.synthetic_text`` (seed ``--seed``). The number
 of labeled rows of the 2,000 x 2,000 set is not part of the anchor; 50 are used (PCMAC-like,
 ``--small-labeled``). "MFN" is read as the supervised L2-SVM on the labeled rows alone with
 costs 1/l, i.e. ``LinearSVM(X[:l], y, lam, cost=1/l)`` (the first step of TSVM and DA); an
@@ -76,8 +76,8 @@ from _linear_common import (
 )
 
 import ssl_opt
+from ssl_opt.datasets.text import synthetic_text
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
-from ssl_opt.text_datasets import synthetic_text
 
 # SVMlin (C++), measured by the paper's authors on this kind of machine; lambda = 1e-3, lambda' = 1.
 ANCHORS = {

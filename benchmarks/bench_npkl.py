@@ -2,7 +2,7 @@
 
 Protocol of [003 §4.2]: a k = 5 nearest-neighbour graph (binary weights,
 ``ssl_opt.builders.knn_graph``), ``round(4n·30%)`` pairwise constraints drawn at random, half
-must-link and half cannot-link (``ssl_opt.npkl_data.pairwise_constraints``), δ = C/2, rank
+must-link and half cannot-link (``ssl_opt.datasets.clusters.pairwise_constraints``), δ = C/2, rank
 from [003 Prop. 3], kernel k-means on the learned kernel with 10 seeded restarts, Pair-Accuracy
 (the Rand index) over 20 trials. Raw (unstandardized) features for iris and wine, as in the
 paper (a linear-kernel k-means on them reproduces the paper's ITML-like baselines).
@@ -45,8 +45,7 @@ import numpy as np
 
 import ssl_opt
 from ssl_opt.builders import knn_graph
-from ssl_opt.kernel_eval import evaluate_kernel, kernel_kmeans, pair_accuracy
-from ssl_opt.npkl_data import (
+from ssl_opt.datasets.clusters import (
     chessboard,
     double_spiral,
     load_iris_data,
@@ -55,6 +54,7 @@ from ssl_opt.npkl_data import (
     paper_constraint_count,
 )
 from ssl_opt.problems import NPKL
+from ssl_opt.problems.npkl.evaluation import evaluate_kernel, kernel_kmeans, pair_accuracy
 
 C_GRID = (0.1, 0.2, 0.4, 0.6, 0.8, 1, 2, 4, 6, 8, 10)
 LOSSES = ("hinge", "squared_hinge", "square")

@@ -66,7 +66,7 @@ import numpy as np
 
 import ssl_opt
 from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
-from ssl_opt.datasets import load_g50c, shared_data_dir
+from ssl_opt.datasets.synthetic import load_g50c, shared_data_dir
 from ssl_opt.problems import LapRLS, LapSVM
 
 SIGMA, NN, POWER = 17.5, 50, 5

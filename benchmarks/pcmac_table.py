@@ -53,10 +53,10 @@ import numpy as np
 from _linear_common import best_of, header_lines, log, print_table, verdict, warm_up
 
 import ssl_opt
-from ssl_opt.datasets import shared_data_dir
+from ssl_opt.datasets.synthetic import shared_data_dir
+from ssl_opt.datasets.text import load_pcmac
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
 from ssl_opt.registry import get_solver
-from ssl_opt.text_datasets import load_pcmac
 
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_PLOT = REPO / "docs" / "figures" / "pcmac_tsvm_da.png"

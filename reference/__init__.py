@@ -1,15 +1,15 @@
 """Reference backend (installed as ``ssl_opt.reference``): exact CVXPY programs."""
 
+from ssl_opt.reference import ere, lass, linear, manifold, npkl
+from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
+
 from ssl_opt.hookspecs import hookimpl
 
-from . import ere, lass, linear_s3vm, manifold, npkl
-from .cvxpy_solver import CvxpyReference, Formulation
-
-PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear_s3vm.PRIMAL, lass.PRIMAL, npkl.PRIMAL,
+PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear.PRIMAL, lass.PRIMAL, npkl.PRIMAL,
                        *ere.FORMULATIONS]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
-#: Interior-point growth in each family's cost size (see ``ssl_opt.generators``).
+#: Interior-point growth in each family's cost size (see ``ssl_opt.selection.generators``).
 PRIMAL_COMPLEXITY = {
     "manifold": (3.0, "dense n×n kernel in the KKT system: O(n³) per iteration"),
     "linear": (1.5, "sparse KKT factor of the text matrix; fill grows faster than nnz"),
@@ -38,7 +38,7 @@ def register_solvers():
             "Exact dual program in CVXPY (hinge LapSVM [000 §2.1]), with primal recovery.",
             DUAL_COMPLEXITY,
         ),
-        linear_s3vm.ExhaustiveTSVM(),
+        linear.ExhaustiveTSVM(),
         npkl.BoundarySDP(),
     ]
 

@@ -16,10 +16,9 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from ssl_opt.reference.cvxpy_solver import Formulation
 
-from ssl_opt.problems.manifold import LapSVM
-
-from .cvxpy_solver import Formulation
+from ssl_opt.problems.manifold.problem import LapSVM
 
 
 def kernel_factor(K: np.ndarray, rel_cut: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:

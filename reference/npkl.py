@@ -21,12 +21,11 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
+from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 
-from ssl_opt.problems.npkl import NPKL
+from ssl_opt.problems.npkl.problem import NPKL
 from ssl_opt.solution import FAILED, Solution
 from ssl_opt.solvers import Solver
-
-from .cvxpy_solver import CvxpyReference, Formulation
 
 
 def pair_operator(problem: NPKL) -> sp.csc_matrix:

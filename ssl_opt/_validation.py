@@ -11,7 +11,7 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .exceptions import InvalidInputError
+from ssl_opt.exceptions import InvalidInputError
 
 
 def as_float_matrix(value, name: str, *, allow_sparse: bool = True):

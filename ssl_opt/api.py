@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import weakref
 
-from . import registry
-from .exceptions import InvalidInputError, UnsupportedProblemError
-from .problems.base import Problem
-from .selection import BACKENDS, Selection, select
-from .solution import FAILED, Solution
+from ssl_opt import registry
+from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.problems.base import Problem
+from ssl_opt.selection.select import BACKENDS, Selection, select
+from ssl_opt.solution import FAILED, Solution
 
 __all__ = ["BACKENDS", "Selection", "list_solvers", "reference_for", "select", "solve"]
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .solution import OPTIMAL, Solution
+from ssl_opt.solution import OPTIMAL, Solution
 
 #: Default tolerances per solver family. ``agreement`` bounds the relative sup-norm difference
 #: of the predictions (only checked when the problem says they are unique).
@@ -85,7 +85,7 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
     ``tolerances`` override the family defaults (``eps_abs``, ``eps_rel``,
     ``stationarity``, ``agreement``, and any residual name of ``problem.kkt``).
     """
-    from .api import reference_for
+    from ssl_opt.api import reference_for
 
     family = _tolerance_family(solution)
     tol = dict(TOLERANCES[family])
@@ -179,7 +179,7 @@ def _gap_check(name, objective, ref, tol) -> tuple[Check, float]:
 def _check_inner_problem(problem, x, values, tol, checks, notes) -> None:
     """Non-convex problems: the convex inner problem (discrete / block variables fixed at
     ``x``) must be solved to optimality — checked against its own reference optimum."""
-    from .api import reference_for
+    from ssl_opt.api import reference_for
 
     inner = problem.inner_problem(x)
     point = {k: values[k] for k in inner.variables}

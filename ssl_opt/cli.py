@@ -7,12 +7,12 @@ import sys
 import time
 from pathlib import Path
 
-from . import registry
-from .api import list_solvers, solve
-from .certificate import certify
-from .exceptions import UnsupportedProblemError
-from .solution import STALLED
-from .text_table import text_table
+from ssl_opt import registry
+from ssl_opt.api import list_solvers, solve
+from ssl_opt.certificate import certify
+from ssl_opt.exceptions import UnsupportedProblemError
+from ssl_opt.solution import STALLED
+from ssl_opt.text_table import text_table
 
 
 def _shorten(text: str, width: int = 72) -> str:
@@ -92,7 +92,7 @@ def cmd_certify(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from .calibrate import calibrate_and_save, report
+    from ssl_opt.selection.calibrate import calibrate_and_save, report
 
     start = time.perf_counter()
     models, runs, path = calibrate_and_save(
@@ -106,7 +106,7 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from .bench import run_bench
+    from ssl_opt.selection.bench import run_bench
 
     report = run_bench(args.family, sizes=args.sizes, variants=args.variant,
                        solvers=args.solvers, seed=args.seed, time_limit=args.time_limit,

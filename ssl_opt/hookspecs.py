@@ -29,5 +29,5 @@ def register_examples() -> list:
 
 @hookspec
 def register_generators() -> list:
-    """Return a list of :class:`ssl_opt.generators.Generator` (scalable instances for
+    """Return a list of :class:`ssl_opt.selection.generators.Generator` (scalable instances for
     ``ssl-opt calibrate`` and ``ssl-opt bench``)."""

@@ -1,34 +1,53 @@
-"""The plugin manager: loads the ``ssl_opt`` entry-point group and indexes what it registers."""
+"""The plugin manager: the built-in plugins, then the ``ssl_opt`` entry-point group.
+
+Built-in solvers, references, examples and generators are plugin modules like any other; they
+are registered in process from :data:`BUILTIN_PLUGINS` (as tox and datasette register their
+internal plugins) before the entry points of third-party packages are loaded, so a broken or
+missing installation of metadata cannot hide them.
+"""
 
 from __future__ import annotations
 
+import importlib
+
 import pluggy
 
-from . import hookspecs
-from .exceptions import SolverNotFoundError
+from ssl_opt import hookspecs
+from ssl_opt.exceptions import SolverNotFoundError
 
 ENTRY_POINT_GROUP = "ssl_opt"
+
+#: The package's own plugin modules, one per solver or family example set.
+BUILTIN_PLUGINS: tuple[str, ...] = (
+    "ssl_opt.reference",
+    "ssl_opt.plugins.manifold.newton",
+    "ssl_opt.plugins.manifold.pcg",
+    "ssl_opt.plugins.manifold.laprls_direct",
+    "ssl_opt.plugins.linear.mfn",
+    "ssl_opt.plugins.linear.tsvm",
+    "ssl_opt.plugins.linear.da",
+    "ssl_opt.plugins.lass.admm",
+    "ssl_opt.plugins.npkl.bcd",
+    "ssl_opt.plugins.ere.irls",
+    "ssl_opt.problems.manifold.examples",
+    "ssl_opt.problems.linear.examples",
+    "ssl_opt.problems.lass.examples",
+    "ssl_opt.problems.npkl.examples",
+    "ssl_opt.problems.ere.examples",
+)
 
 _manager: pluggy.PluginManager | None = None
 
 
 def plugin_manager() -> pluggy.PluginManager:
-    """The process-wide plugin manager, with every installed plugin loaded and checked."""
+    """The process-wide plugin manager: built-ins, then every installed plugin, checked."""
     global _manager
     if _manager is None:
         pm = pluggy.PluginManager("ssl_opt")
         pm.add_hookspecs(hookspecs)
-        try:
-            pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
-        except ModuleNotFoundError as exc:
-            if exc.name and exc.name.startswith(("ssl_opt.plugins", "ssl_opt.reference")):
-                raise ImportError(
-                    f"{exc.name} is not importable: ssl_opt was imported from the source tree "
-                    f"({__file__}), where plugins/ and reference/ are not mapped into the "
-                    "package. Run from another directory (the tests: pytest from the repository "
-                    "root), or install in editable mode: pip install -e ."
-                ) from exc
-            raise
+        for name in BUILTIN_PLUGINS:
+            pm.register(importlib.import_module(name), name=name)
+        pm.load_setuptools_entrypoints(ENTRY_POINT_GROUP)
         pm.check_pending()
         _manager = pm
     return _manager

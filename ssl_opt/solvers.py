@@ -12,8 +12,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from .exceptions import InvalidInputError, UnsupportedProblemError
-from .solution import FAILED, Solution
+from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.solution import FAILED, Solution
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,7 @@ class Solver:
 
     def predicted_time(self, problem) -> float:
         """An analytic estimate of seconds, used only where no calibrated cost model exists
-        (:mod:`ssl_opt.cost_model`); NaN when the solver offers none."""
+        (:mod:`ssl_opt.selection.cost_model`); NaN when the solver offers none."""
         return float("nan")
 
     def predicted_memory(self, problem) -> float:

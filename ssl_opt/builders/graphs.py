@@ -17,8 +17,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
-from .._validation import as_float_matrix, check_choice, check_positive
-from ..exceptions import InvalidInputError
+from ssl_opt._validation import as_float_matrix, check_choice, check_positive
+from ssl_opt.exceptions import InvalidInputError
 
 __all__ = ["knn_graph"]
 

@@ -17,8 +17,8 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_float_matrix, check_choice, check_positive
-from ..exceptions import InvalidInputError
+from ssl_opt._validation import as_float_matrix, check_choice, check_positive
+from ssl_opt.exceptions import InvalidInputError
 
 __all__ = ["linear_kernel", "rbf_kernel", "polynomial_kernel", "kernel_matrix", "KERNELS"]
 

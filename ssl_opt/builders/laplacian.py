@@ -17,9 +17,9 @@ import numbers
 import numpy as np
 import scipy.sparse as sp
 
-from .._validation import as_float_matrix, check_bool, check_square, check_symmetric
-from ..exceptions import InvalidInputError
-from .graphs import knn_graph
+from ssl_opt._validation import as_float_matrix, check_bool, check_square, check_symmetric
+from ssl_opt.builders.graphs import knn_graph
+from ssl_opt.exceptions import InvalidInputError
 
 __all__ = ["laplacian", "graph_laplacian_from_data", "incidence_matrix", "validated_adjacency"]
 

@@ -1,6 +1,6 @@
 """Objective components: small objects with a value, derivatives, and a CVXPY expression."""
 
-from .margin_losses import (
+from ssl_opt.components.margin_losses import (
     MARGIN_LOSSES,
     Hinge,
     HuberHinge,
@@ -10,7 +10,7 @@ from .margin_losses import (
     SquaredHinge,
     get_margin_loss,
 )
-from .simplex import project_rows_to_simplex
+from ssl_opt.components.simplex import project_rows_to_simplex
 
 __all__ = [
     "MARGIN_LOSSES",

@@ -21,7 +21,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from .._validation import check_positive
+from ssl_opt._validation import check_positive
 
 
 class MarginLoss:
@@ -191,7 +191,7 @@ MARGIN_LOSSES: dict[str, type[MarginLoss]] = {
 
 def get_margin_loss(loss: str | MarginLoss) -> MarginLoss:
     """Resolve a loss name or instance; raise a clear error otherwise."""
-    from ..exceptions import InvalidInputError
+    from ssl_opt.exceptions import InvalidInputError
 
     if isinstance(loss, MarginLoss):
         return loss

@@ -1,13 +1,13 @@
 """Problem declarations (public API)."""
 
-from .base import Problem, Structure
-from .ere import ERE, LRL
-from .lass import LASS
-from .linear_s3vm import DAS3VM, TSVM, LinearSVM
-from .manifold import LapRLS, LapSVM
-from .npkl import NPKL
-from .npkl_boundary import BoundaryReduction
-from .sum_of_norms import SumOfNorms
+from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
+from ssl_opt.problems.lass.problem import LASS
+from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
+from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
+from ssl_opt.problems.npkl.boundary import BoundaryReduction
+from ssl_opt.problems.npkl.problem import NPKL
 
 __all__ = [
     "BoundaryReduction", "DAS3VM", "ERE", "LASS", "LRL", "NPKL", "LapRLS", "LapSVM", "LinearSVM",

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from ..exceptions import InvalidInputError
+from ssl_opt.exceptions import InvalidInputError
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,1 @@
+"""Fast solvers for ERE, LRL and sums of norms: IRLS with δ-continuation."""

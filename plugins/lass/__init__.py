@@ -1,0 +1,1 @@
+"""Fast solvers for LASS: ADMM with a cached factorization or block CG."""

@@ -1,0 +1,1 @@
+"""Fast solvers for Linear S3VMs: L2-SVM-MFN, TSVM with multiple switching, DA."""

@@ -1,0 +1,1 @@
+"""Fast solvers for LapSVM / LapRLS: Newton, PCG with early stopping, the direct LapRLS solve."""

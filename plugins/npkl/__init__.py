@@ -1,0 +1,1 @@
+"""Fast solvers for NPKL: block coordinate descent on the factored boundary kernel."""

@@ -1,0 +1,368 @@
+r"""BCD for NPKL on the boundary kernel [003 §3.2, Alg. 1].
+
+The problem is reduced to the constrained points (:class:`BoundaryReduction`, [003 Prop. 1])
+and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq. 5]. Each column
+``v_i`` is then updated exactly, Gauss–Seidel style. With ``a = Δ̃_ii``,
+``b = Σ_{k≠i} Δ̃_ik v_k`` and ``A = [T_ij v_j]_{j∈T(i)}`` (r×k), half of Ω restricted to
+``v_i`` is ``½a‖v‖² + bᵀv + (C/2) Σ_j ℓ(T_ij vᵀv_j)`` [003 eq. 6], whose minimizer is:
+
+* square loss (closed form [003 eq. 11]): ``(aI + C AAᵀ) v = C A1 − b``, solved through
+  Sherman–Morrison–Woodbury as ``v = (w − A (AᵀA + (a/C)I)⁻¹ Aᵀw)/a``, ``w = C A1 − b``
+  (a k×k system; k is the number of pairs of point i);
+* squared hinge [003 eq. 10]: ``v = (Aα − b)/a`` with ``α ≥ 0`` minimizing
+  ``½αᵀ(AᵀA + (a/C)I)α − αᵀ(Aᵀb + a1)`` (equivalently the non-negative least-squares problem
+  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖``), solved exactly by the active-set method below;
+* hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)`` (the paper's is twice that): the
+  same with ``AᵀA`` and the box ``0 ≤ α ≤ C/2``, solved exactly by a primal active-set method
+  (:func:`_box_qp`).
+
+The pair multiplier of the full problem is ``y_p = α_p^{(i)} + α_p^{(j)}`` (each end's dual),
+which at a stationary point is ``−C ℓ'(t_p)``. Columns are processed in blocks: the block's
+products with ``Δ̃`` are one matrix product, and updates made earlier in the block are added
+back exactly, so the iteration is the paper's Gauss–Seidel sweep at BLAS-3 speed.
+The rank defaults to the largest ``s`` with ``s(s+1)/2 ≤ m`` [003 Prop. 3]. The start is
+``V = U[0,1)^{r×l}/√r`` from a seeded generator (the paper uses MATLAB's ``rand(r, l)``).
+Stopping: ``‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)`` (the paper's rule, relative) or ``max_iter``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+from scipy.linalg.lapack import dposv
+
+from ssl_opt._validation import check_int, check_nonnegative
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.hookspecs import hookimpl
+from ssl_opt.numerics.anderson import AndersonMemory
+from ssl_opt.problems.npkl.problem import NPKL, extreme_eigenvalues
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.solvers import Option, Solver
+
+#: A converged V is reported optimal only if λ_min(G̃) ≥ −GLOBAL_TOL·max Δ̃_ii, where G̃ is the
+#: reduced problem's gradient matrix: the Burer–Monteiro certificate that the fixed point of
+#: the factored problem solves the SDP.
+GLOBAL_TOL = 1e-6
+#: Columns per block of the Gauss–Seidel sweep (the block's Δ̃ products are one GEMM).
+BLOCK = 64
+
+
+def default_rank(m: int) -> int:
+    """The largest ``s`` with ``s(s+1)/2 ≤ m`` [003 Prop. 3]."""
+    s = int((np.sqrt(8.0 * m + 1.0) - 1.0) // 2)
+    while (s + 1) * (s + 2) // 2 <= m:
+        s += 1
+    while s > 1 and s * (s + 1) // 2 > m:
+        s -= 1
+    return max(1, s)
+
+
+class BCD(Solver):
+    name = "bcd"
+    complexity = {"npkl": (2.5, "O(r·l²) per sweep with rank r ~ √m ~ √l")}
+    problem_types = (NPKL,)
+    tolerance_family = "iterative"
+    description = ("Block coordinate descent on the factored boundary kernel Z_BD = VᵀV "
+                   "[003 Alg. 1]: exact column updates (closed form or tiny dual QPs).")
+    options = {
+        "rank": Option(None, "rank r of V; default from [003 Prop. 3]"),
+        "tol": Option(1e-6, "stop when ‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)"),
+        "max_iter": Option(2000, "maximum number of sweeps over the columns"),
+        "seed": Option(0, "seed of the initial V"),
+        "warm_start": Option(None, "initial V (r×l), or a Solution / dict carrying 'V'"),
+        "anderson": Option(5, "Anderson acceleration memory over sweeps (0: the paper's plain "
+                              "iteration); a step is kept only if it lowers Ω"),
+        "verbose": Option(False, "print one line per 10 sweeps"),
+    }
+
+    def inexact(self, problem) -> str:
+        if problem.loss == "hinge":
+            return ("BCD on the factored hinge problem stalls above the optimum (status "
+                    "'stalled', [003 Fig. 1])")
+        return ""
+
+    def predicted_time(self, problem) -> float:
+        """About 30 sweeps (Anderson on) of one l×l GEMM pair plus a per-column Python constant
+        (2.5e-5 s, chosen to fit the runs quoted here), after the reduction's solves
+        (``benchmarks/bench_npkl.py``: iris, l ≈ 135, 0.07–0.12 s; n = 10,000, m = 3,000,
+        l = 4,496: reduction 4.5 s + BCD 10.9 s)."""
+        sizes = problem.structure.sizes
+        n, l, nnz = sizes["n"], sizes["l"], sizes["nnz_Delta"]
+        r = default_rank(sizes["m"])
+        reduction = 1.6e-8 * l * nnz * (n - l) / max(n, 1)
+        return 0.02 + reduction + 30 * (4e-11 * r * l * l + 2.5e-5 * l)
+
+    def _solve(self, problem: NPKL, rank, tol, max_iter, seed, warm_start, anderson,
+               verbose) -> Solution:
+        tol = check_nonnegative(tol, "tol")
+        max_iter = check_int(max_iter, "max_iter", 1)
+        anderson = check_int(anderson, "anderson", 0)
+        reduction = problem.boundary_reduction()
+        reduced = reduction.reduced
+        l = reduced.n
+        r = default_rank(problem.m) if rank is None else check_int(rank, "rank", 1)
+        V = _initial_V(warm_start, r, l, seed)
+        r = V.shape[0]
+        sweep = _Sweep(reduced)
+        aa = AndersonMemory(V.size, anderson) if anderson else None
+        history = History()
+        start = time.perf_counter()
+        status = MAX_ITERATIONS
+        accepted = rejected = 0
+        x = V
+        g = sweep.run(x)
+        f = g - x
+        objective, stationarity = sweep.measure(g)
+        it = 1
+        while True:
+            change = float(np.linalg.norm(f)) / max(1.0, float(np.linalg.norm(x)))
+            history.append(iteration=it, objective=objective, change=change,
+                           stationarity=stationarity, time=time.perf_counter() - start)
+            if verbose and (it % 10 == 0 or it == 1):
+                print(f"bcd {it:5d}  objective {objective:.10g}  change {change:.2e}  "
+                      f"stationarity {stationarity:.2e}", flush=True)
+            if change <= tol:
+                status = OPTIMAL
+                break
+            if it >= max_iter:
+                break
+            it += 1
+            x_new = g
+            if aa is not None and aa.size:
+                x_try = aa.extrapolate(g, f)
+                g_try = sweep.run(x_try)
+                measured = sweep.measure(g_try)
+                if measured[0] <= objective:  # safeguard: Ω stays monotone, as in plain BCD
+                    accepted += 1
+                    x_new, g_new = x_try, g_try
+                else:
+                    rejected += 1
+                    aa.clear()
+                    it += 1
+            if x_new is g:
+                g_new = sweep.run(g)
+                measured = sweep.measure(g_new)
+            f_new = g_new - x_new
+            if aa is not None:
+                aa.push(f_new - f, g_new - g)
+            x, g, f = x_new, g_new, f_new
+            objective, stationarity = measured
+        V = g
+        y = sweep.pair_multipliers(V)
+        g_min = reduced_gradient_min(reduced, y)
+        if status == OPTIMAL and g_min < -GLOBAL_TOL * max(1.0, float(np.abs(sweep.diag).max())):
+            # A fixed point of the factored problem that is not a minimizer of the SDP: the
+            # hinge case of [003 Fig. 1]. Say so rather than report an optimum.
+            status = STALLED
+        Phi = reduction.lift_factor(V.T)
+        x = {"Z": Phi @ Phi.T, "V": V, "Z_BD": V.T @ V, "Phi": Phi, "y": y}
+        return Solution(x=x, objective=float("nan"), status=status, iterations=it, time=0.0,
+                        backend=self.backend, solver=self.name, history=history,
+                        info={"rank": r, "constrained_points": l, "reduced_gradient_min": g_min,
+                              "anderson_accepted": accepted, "anderson_rejected": rejected,
+                              "reduced_objective": history.rows[-1]["objective"]})
+
+
+class _Sweep:
+    """One Gauss–Seidel pass over the columns of V for the reduced problem."""
+
+    def __init__(self, reduced: NPKL):
+        self.D = np.ascontiguousarray(reduced.Delta)
+        self.diag = np.diag(self.D).copy()
+        self.C = reduced.C
+        self.loss = reduced.loss
+        self.loss_fn = reduced.loss_fn
+        self.pairs, self.T = reduced.pairs, reduced.labels
+        l, m = reduced.n, reduced.m
+        ends = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
+        order = np.argsort(ends, kind="stable")
+        self.other = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]])[order]
+        self.sign = np.concatenate([self.T, self.T])[order]
+        self.slot = order  # position of each (end, pair) in the 2m-vector of half multipliers
+        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=l))])
+        self.alpha = np.zeros(2 * m)
+        self.m = m
+        # Per column i: the other ends of its pairs, their signs (k×1) and multiplier slots.
+        self.columns = [(self.other[lo:hi], self.sign[lo:hi, None], self.slot[lo:hi])
+                        for lo, hi in zip(self.ptr[:-1], self.ptr[1:], strict=True)]
+
+    def run(self, V0: np.ndarray) -> np.ndarray:
+        """The sweep's image of ``V0`` (r×l; a new array). Works on ``U = Vᵀ`` (l×r, one
+        contiguous row per column of V)."""
+        U = np.array(V0.T, order="C")
+        D, l, diag = self.D, U.shape[0], self.diag
+        for start in range(0, l, BLOCK):
+            end = min(l, start + BLOCK)
+            old = U[start:end].copy()
+            # Rows Σ_{k≠i} Δ̃_ik u_k for the block, with U as it was at `start` ...
+            B = D[start:end] @ U - diag[start:end, None] * old
+            moved = np.zeros_like(old)
+            for i in range(start, end):
+                c = i - start
+                b = B[c]
+                if c:  # ... plus the moves of the columns already updated in the block
+                    b = b + D[i, start:i] @ moved[:c]
+                U[i] = self._update(i, b, U)
+                moved[c] = U[i] - old[c]
+        return U.T
+
+    def _update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
+        others, sign, slot = self.columns[i]
+        a, C = self.diag[i], self.C
+        if self.loss == "square" and others.size == 1:  # one pair: no k×r matrix needed
+            u = U[others[0]]  # (T u)(T u)ᵀ = uuᵀ
+            w = (C * sign[0, 0]) * u - b
+            return (w - u * ((u @ w) / (u @ u + a / C))) / a
+        A = U[others] * sign  # k×r: rows T_ij v_j
+        k = A.shape[0]
+        if self.loss == "square":
+            w = C * A.sum(axis=0) - b
+            Gk = A @ A.T
+            Gk.flat[:: k + 1] += a / C
+            return (w - _spd_solve(Gk, A @ w) @ A) / a
+        q = A @ b + a
+        P = A @ A.T
+        if self.loss == "squared_hinge":
+            P.flat[:: k + 1] += a / C  # positive definite
+            if k == 1:
+                alpha = np.maximum(q / P[0, 0], 0.0)
+            else:
+                alpha = _spd_solve(P, q)  # every pair active: the usual case
+                if alpha.min() <= 0.0:
+                    alpha = _box_qp(P, q, np.inf, self.alpha[slot])
+        else:
+            alpha = _box_qp(P, q, C / 2.0, self.alpha[slot])
+        self.alpha[slot] = alpha
+        return (alpha @ A - b) / a
+
+    def pair_multipliers(self, V: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
+        """Hinge: ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses: ``−C ℓ'(t_p)`` (``t``: the
+        margins of V, when the caller has them)."""
+        if self.loss == "hinge":
+            return self.alpha[: self.m] + self.alpha[self.m:]
+        return -self.C * self.loss_fn.derivative(self.margins(V) if t is None else t)
+
+    def margins(self, V: np.ndarray) -> np.ndarray:
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        return self.T * np.einsum("ri,ri->i", V[:, i], V[:, j])
+
+    def measure(self, V: np.ndarray) -> tuple[float, float]:
+        """Reduced objective Ω(VᵀV) and relative stationarity ``‖V G̃‖_F / max(1, ‖VΔ̃‖_F)``."""
+        M = V @ self.D
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        t = self.margins(V)
+        objective = float(np.sum(V * M)) + self.C * float(np.sum(self.loss_fn.value(t)))
+        y = self.pair_multipliers(V, t)
+        grad = M.copy()  # V G̃ with G̃ = Δ̃ − Σ y_p T_p (E_ij + E_ji)/2
+        w = 0.5 * y * self.T
+        np.subtract.at(grad.T, i, (w * V[:, j]).T)
+        np.subtract.at(grad.T, j, (w * V[:, i]).T)
+        return objective, float(np.linalg.norm(grad)) / max(1.0, float(np.linalg.norm(M)))
+
+
+def _spd_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+    """``M⁻¹ rhs`` for a small SPD ``M`` (LAPACK ``dposv``: far less call overhead than
+    ``numpy.linalg.solve`` on the k×k systems of the column updates)."""
+    _, x, info = dposv(M, rhs)
+    if info != 0:
+        return np.linalg.lstsq(M, rhs, rcond=None)[0]
+    return x
+
+
+def reduced_gradient_min(reduced: NPKL, y: np.ndarray) -> float:
+    """``λ_min(G̃)`` of the boundary problem at multipliers ``y``."""
+    return extreme_eigenvalues(reduced.gradient_matrix(y))[0]
+
+
+def _box_qp(P: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> np.ndarray:
+    """``argmin ½αᵀPα − qᵀα`` over ``0 ≤ α ≤ upper`` (``upper`` may be inf) for a PSD ``P``:
+    the hinge column dual (``P = AᵀA``) and the squared-hinge one (``P = AᵀA + (a/C)I``).
+
+    k = 1 in closed form. Otherwise a primal active-set method (Nocedal & Wright §16.5) from
+    the column's previous multipliers, exact up to round-off and finite: on the free set F,
+    the Newton step solves ``P_FF p = −g_F`` (minimum-norm least squares, since P is singular
+    when the neighbours' columns are parallel, which hinge solutions produce); if ``g_F`` has a
+    component in the null space of ``P_FF`` that component is a zero-curvature descent
+    direction, followed to the box. A step is cut at the first bound it meets, which joins the
+    working set; at a stationary point of the face, the bound with the most negative
+    multiplier leaves it, and when none is negative the KKT conditions hold.
+    """
+    k = P.shape[0]
+    if k == 1:
+        p = P[0, 0]
+        if p <= 0:
+            return np.array([upper if q[0] > 0 else 0.0])
+        return np.array([min(max(q[0] / p, 0.0), upper)])
+    try:  # most columns: every pair active and inside the box, one solve
+        alpha = np.linalg.solve(P, q)
+        if (np.all(alpha > 0.0) and np.all(alpha < upper)
+                and np.abs(P @ alpha - q).max() <= 1e-12 * max(1.0, float(np.abs(q).max()))):
+            return alpha
+    except np.linalg.LinAlgError:
+        pass
+    alpha = np.clip(alpha0, 0.0, upper)
+    fixed = (alpha <= 0.0) | (alpha >= upper)
+    reach = upper if np.isfinite(upper) else max(1.0, float(alpha.max()))
+    scale = max(1.0, float(np.abs(q).max()), float(np.diag(P).max()) * reach)
+    tol = 1e-12 * scale
+    at_face_minimum = False
+    for _ in range(50 * k):
+        g = P @ alpha - q
+        free = np.flatnonzero(~fixed)
+        step = None
+        if free.size and not at_face_minimum:
+            P_FF, g_F = P[np.ix_(free, free)], g[free]
+            p = np.linalg.lstsq(P_FF, -g_F, rcond=None)[0]
+            null_part = P_FF @ p + g_F
+            newton = float(np.abs(null_part).max()) <= 1e-10 * max(1.0, float(np.abs(g_F).max()))
+            if not newton:
+                p = -null_part
+            if float(np.abs(p).max()) > 1e-12 * max(1.0, reach):
+                step = (free, p, newton)
+        if step is not None:
+            free, p, newton = step
+            a_F = alpha[free]
+            with np.errstate(divide="ignore", invalid="ignore"):
+                limits = np.where(p < 0, -a_F / p, np.where(p > 0, (upper - a_F) / p, np.inf))
+            block = int(np.argmin(limits))
+            t = min(1.0, limits[block]) if newton else limits[block]
+            alpha[free] = np.clip(a_F + t * p, 0.0, upper)
+            if not newton or limits[block] <= 1.0:
+                s = free[block]
+                alpha[s] = 0.0 if p[block] < 0 else upper
+                fixed[s] = True
+            else:
+                at_face_minimum = True  # the full Newton step minimized over this face
+            continue
+        at_face_minimum = False
+        multiplier = np.where(alpha <= 0.0, g, -g)  # ≥ 0 at an optimum for the fixed bounds
+        multiplier[~fixed] = np.inf
+        worst = int(np.argmin(multiplier))
+        if multiplier[worst] >= -tol:
+            break
+        fixed[worst] = False
+    return alpha
+
+
+def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:
+    if warm_start is not None:
+        V = warm_start
+        values = getattr(V, "x", V)
+        if isinstance(values, dict):
+            if "V" not in values:
+                raise InvalidInputError("warm_start must carry the BCD factor 'V' (r×l).")
+            V = values["V"]
+        V = np.array(V, dtype=np.float64)
+        if V.ndim != 2 or V.shape[1] != l or not np.all(np.isfinite(V)):
+            raise InvalidInputError(
+                f"warm_start V must be a finite (r, {l}) array (l = constrained points), "
+                f"got shape {V.shape}.")
+        return V
+    seed = check_int(seed, "seed", 0)
+    return np.random.default_rng(seed).random((r, l)) / np.sqrt(r)
+
+
+@hookimpl
+def register_solvers():
+    return [BCD()]

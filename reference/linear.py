@@ -1,0 +1,140 @@
+"""Exact programs for the linear semi-supervised SVM family (DESIGN.md §4.2, [001]).
+
+* :data:`PRIMAL` — the L2-SVM QP ``min λ/2‖w̃‖² + ½ Σ c_i max(0, 1 − y_i x̃_iᵀw̃)²`` with a
+  sparse X kept sparse. The convex inner problems of TSVM (labels fixed) and DA (``p`` fixed)
+  are L2-SVMs (:meth:`TSVM.inner_problem`, :meth:`DAS3VM.inner_problem`), so this covers them.
+* :class:`ExhaustiveTSVM` — the *global* TSVM optimum for tiny ``u``: every balanced labeling
+  (``C(u, round(r·u))`` of them) solved exactly with one parameterized (DPP) CVXPY program.
+  It also gives the global optimum of DA's annealing target when ``r·u`` is an integer (the
+  target is linear in ``p`` for fixed ``w``, so a balanced binary ``p`` attains it).
+"""
+
+from __future__ import annotations
+
+import math
+from itertools import combinations
+from math import comb
+
+import cvxpy as cp
+import numpy as np
+from ssl_opt.reference.cvxpy_solver import DEFAULT_SOLVER_OPTIONS, Formulation, _failed
+
+from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
+from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
+from ssl_opt.solvers import Option, Solver
+
+#: Largest ``u`` the exhaustive reference accepts (924 labelings at u = 12).
+EXHAUSTIVE_MAX_U = 12
+
+
+def _weights(design):
+    w = cp.Variable(design.d, name="w")
+    b = cp.Variable(name="b") if design.bias else None
+    return w, b
+
+
+def _outputs(X, w, b):
+    return X @ w + (b if b is not None else 0.0)
+
+
+def _regularizer(w, b):
+    return cp.sum_squares(w) + (cp.square(b) if b is not None else 0.0)
+
+
+def build_primal(problem: LinearSVM):
+    w, b = _weights(problem.design)
+    margins = cp.multiply(problem.y, _outputs(problem.design.X, w, b))
+    slack = cp.multiply(np.sqrt(problem.cost), cp.pos(1 - margins))
+    objective = 0.5 * problem.lam * _regularizer(w, b) + 0.5 * cp.sum_squares(slack)
+    return cp.Problem(cp.Minimize(objective)), (w, b)
+
+
+def recover_primal(problem: LinearSVM, handles) -> dict:
+    return {"w": _stack(*handles)}
+
+
+def _stack(w, b) -> np.ndarray:
+    parts = [np.asarray(w.value, dtype=float).ravel()]
+    if b is not None:
+        parts.append([float(b.value)])
+    return np.concatenate(parts)
+
+
+PRIMAL = Formulation(LinearSVM, build_primal, recover_primal)
+
+
+class ExhaustiveTSVM(Solver):
+    """Global TSVM (and DA target) optimum by enumerating balanced labelings (tiny u)."""
+
+    name = "tsvm-exhaustive"
+    backend = "reference"
+    tolerance_family = "reference"
+    problem_types = (TSVM, DAS3VM)
+    description = ("Global optimum of TSVM (and of DA's T = 0 target) for u <= 12: every "
+                   "balanced labeling solved exactly by CVXPY (one DPP program).")
+    options = {
+        "cvxpy_solver": Option("CLARABEL", "CVXPY solver for each labeling's L2-SVM"),
+        "solver_options": Option(None, "dict of options passed to the CVXPY solver"),
+    }
+
+    def missing(self, problem) -> list[str]:
+        missing = super().missing(problem)
+        if missing:
+            return missing
+        if problem.u > EXHAUSTIVE_MAX_U:
+            missing.append(f"u = {problem.u} > {EXHAUSTIVE_MAX_U} unlabeled rows "
+                           f"({_count(problem.u, problem.n_pos)} labelings to enumerate)")
+        if isinstance(problem, DAS3VM) and abs(problem.r * problem.u - problem.n_pos) > 1e-9:
+            missing.append(f"an integral r·u for DA (r·u = {problem.r * problem.u:.4g}; the "
+                           "optimal p is then fractional, not a labeling)")
+        return missing
+
+    def predicted_time(self, problem) -> float:
+        return 0.01 * comb(problem.u, problem.n_pos)
+
+
+    def _solve(self, problem, cvxpy_solver, solver_options) -> Solution:
+        design, l = problem.design, problem.l
+        w, b = _weights(design)
+        o = _outputs(design.X, w, b)
+        y_u = cp.Parameter(problem.u, name="y_u")
+        objective = (0.5 * problem.lam * _regularizer(w, b)
+                     + cp.sum_squares(cp.pos(1 - cp.multiply(problem.y, o[:l]))) / (2 * l)
+                     + problem.lam_u * cp.sum_squares(cp.pos(1 - cp.multiply(y_u, o[l:])))
+                     / (2 * problem.u))
+        prog = cp.Problem(cp.Minimize(objective))
+        kwargs = dict(DEFAULT_SOLVER_OPTIONS.get(cvxpy_solver, {}))
+        kwargs.update(solver_options or {})
+        best, values, inaccurate = None, [], 0
+        for positives in combinations(range(problem.u), problem.n_pos):
+            labels = -np.ones(problem.u)
+            labels[list(positives)] = 1.0
+            y_u.value = labels
+            try:
+                prog.solve(solver=cvxpy_solver, **kwargs)
+            except cp.error.SolverError as exc:
+                return _failed(problem, f"{cvxpy_solver} failed: {exc}")
+            if prog.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
+                return _failed(problem, f"{cvxpy_solver} returned {prog.status!r}")
+            inaccurate += prog.status != cp.OPTIMAL
+            values.append(float(prog.value))
+            if best is None or values[-1] < best[0]:
+                best = (values[-1], labels, _stack(w, b))
+        _, labels, w_best = best
+        x = {"w": w_best}
+        if isinstance(problem, DAS3VM):
+            x.update(p=(labels > 0).astype(float), T=np.array(0.0))
+        else:
+            x["y_u"] = labels
+        ordered = np.sort(values)
+        return Solution(x, float(ordered[0]), INACCURATE if inaccurate else OPTIMAL,
+                        len(values), 0.0, self.backend, self.name,
+                        info={"labelings": len(values),
+                              "second_best": float(ordered[1]) if len(values) > 1 else None,
+                              "cvxpy_solver": cvxpy_solver})
+
+
+def _count(u: int, k: int) -> str:
+    """``comb(u, k)`` written out, or as a power of ten when it has more than 15 digits."""
+    log10 = (math.lgamma(u + 1) - math.lgamma(k + 1) - math.lgamma(u - k + 1)) / math.log(10)
+    return str(comb(u, k)) if log10 < 15 else f"~1e{int(log10)}"

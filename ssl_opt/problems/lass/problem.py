@@ -1,0 +1,193 @@
+r"""LASS: the Laplacian assignment model [002], DESIGN.md §4.3.
+
+``Z ∈ R^{N×K}`` (N items, K categories)::
+
+    min_Z  λ tr(ZᵀLZ) − tr(GᵀZ)   s.t.   Z 1_K = 1_N,  Z ≥ 0            [002 eq. 1]
+
+``L = D − W`` from the item–item similarity ``W`` (sparse, symmetric, non-negative), ``G`` the
+item–category similarities (negative entries allowed). KKT [002 eq. 4]::
+
+    2λLZ − G − ν1ᵀ − Ψ = 0,   Z1 = 1,   Z ≥ 0,   Ψ ≥ 0,   Ψ ∘ Z = 0.
+
+Given ``Z`` alone the multipliers are recovered per row as in [002 §2.4, eqs. 5–6]: with
+``r = (2λLZ − G)_i`` and ``z = Z_i``, ``(ν_i, ψ_i)`` minimize ``‖r − ν1 − ψ‖² + ‖z∘ψ‖²``, i.e.
+``ψ = (P + diag(z²))⁻¹ P r`` (``P = I − 11ᵀ/K``), in closed form
+``ν = Σ_k w_k r_k / Σ_k w_k`` with ``w_k = z_k²/(1 + z_k²)`` and ``ψ_k = (r_k − ν)/(1 + z_k²)``.
+At a solution this is exact (``ψ_k = 0`` where ``z_k > 0``).
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.csgraph import connected_components
+
+from ssl_opt._validation import as_float_matrix, check_positive, check_square
+from ssl_opt.builders.laplacian import laplacian
+from ssl_opt.components.simplex import project_rows_to_simplex
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.problems.base import Problem, Structure
+
+
+def lp_assignment(G: np.ndarray) -> np.ndarray:
+    """``argmax_{z ∈ simplex} gᵀz`` per row: uniform over the row's most similar categories
+    (LASS for an item without neighbours, [002 §2.1] with λ = 0)."""
+    top = np.isclose(G, G.max(axis=1, keepdims=True), rtol=0, atol=1e-12)
+    return top / top.sum(axis=1, keepdims=True)
+
+
+class LASS(Problem):
+    """Laplacian assignment: ``min λ tr(ZᵀLZ) − tr(GᵀZ)`` over row-stochastic ``Z ≥ 0``.
+
+    Parameters
+    ----------
+    W : (N, N) sparse or dense array
+        Symmetric non-negative item–item similarities with zero diagonal.
+    G : (N, K) array or sparse matrix
+        Item–category similarities (any sign; 0 means no information).
+    lam : float > 0
+        Weight λ of the Laplacian term.
+
+    Variables: ``Z`` (N, K). A solver may also return the multipliers ``nu`` (N,) for the
+    row sums and ``Psi`` (N, K) for ``Z ≥ 0`` (KKT sign convention above).
+    """
+
+    family = "lass"
+
+    def __init__(self, W, G, lam):
+        L = laplacian(W)  # validates W: square, symmetric, non-negative, zero diagonal
+        N = check_square(L, "W")
+        G = as_float_matrix(G, "G")
+        if G.ndim != 2 or G.shape[0] != N:
+            raise InvalidInputError(
+                f"G must have one row per item: shape ({N}, K) to match W, got {G.shape}."
+            )
+        if G.shape[1] < 1:
+            raise InvalidInputError("G must have at least one category column (K >= 1).")
+        self.L = sp.csr_matrix(L)
+        self.W = sp.csr_matrix(sp.diags(L.diagonal()) - L)
+        self.G = G.toarray() if sp.issparse(G) else np.array(G)
+        self.lam = check_positive(lam, "lam")
+        self.N, self.K = self.G.shape
+        self._freeze()
+
+    # ------------------------------------------------------------------ declaration
+    @property
+    def variables(self) -> dict[str, tuple[int, ...]]:
+        return {"Z": (self.N, self.K)}
+
+    @property
+    def structure(self) -> Structure:
+        sizes = {"n": self.N, "N": self.N, "K": self.K, "nnz_W": int(self.W.nnz),
+                 "variables": self.N * self.K}
+        return Structure(self.family, "qp", True, True, "QP", sizes, True)
+
+    @property
+    def unique_prediction(self) -> bool:
+        # Unique when every category has an item with a zero assignment [002 Cor. 2.2];
+        # not guaranteed in general (Th. 2.1).
+        return False
+
+    # ------------------------------------------------------------------ evaluation
+    def objective(self, x) -> float:
+        Z = self.unpack(x)["Z"]
+        return float(self.lam * np.sum(Z * (self.L @ Z)) - np.sum(self.G * Z))
+
+    def gradient(self, Z: np.ndarray) -> np.ndarray:
+        """``2λLZ − G``."""
+        return 2.0 * self.lam * (self.L @ Z) - self.G
+
+    def prediction(self, x) -> np.ndarray:
+        return self.unpack(x)["Z"]
+
+    def multipliers(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ν, Ψ)`` recovered from ``Z`` alone [002 §2.4] (closed form, see module doc)."""
+        R = self.gradient(Z)
+        z2 = Z * Z
+        w = z2 / (1.0 + z2)
+        wsum = w.sum(axis=1)
+        nu = np.where(wsum > 0, (w * R).sum(axis=1) / np.where(wsum > 0, wsum, 1.0),
+                      R.min(axis=1))
+        Psi = (R - nu[:, None]) / (1.0 + z2)
+        return nu, Psi
+
+    def kkt(self, x, multipliers: str = "auto") -> dict[str, float]:
+        """Relative KKT residuals (max-norms) [002 eq. 4]:
+
+        ``stationarity`` ``‖2λLZ − G − ν1ᵀ − Ψ‖/s``, ``row_sums`` ``‖Z1 − 1‖``,
+        ``nonnegativity`` ``max(0, −min Z)``, ``dual_feasibility`` ``max(0, −min Ψ)/s``,
+        ``complementarity`` ``‖Ψ∘Z‖/s``, with ``s = max(1, ‖G‖, ‖2λLZ‖)``. The multipliers are
+        the solver's (``x["nu"]``, ``x["Psi"]``) when given and ``multipliers="auto"``,
+        otherwise recovered from ``Z`` alone (``multipliers="recover"``).
+        """
+        Z = self.unpack(x)["Z"]
+        if not np.all(np.isfinite(Z)):
+            return {"stationarity": float("inf")}
+        values = getattr(x, "x", x)
+        if multipliers == "auto" and "nu" in values and "Psi" in values:
+            nu = np.asarray(values["nu"], dtype=float).reshape(self.N)
+            Psi = np.asarray(values["Psi"], dtype=float).reshape(self.N, self.K)
+        else:
+            nu, Psi = self.multipliers(Z)
+        LZ2 = 2.0 * self.lam * (self.L @ Z)
+        scale = max(1.0, float(np.abs(self.G).max()), float(np.abs(LZ2).max()))
+        stat = LZ2 - self.G - nu[:, None] - Psi
+        return {
+            "stationarity": float(np.abs(stat).max()) / scale,
+            "row_sums": float(np.abs(Z.sum(axis=1) - 1.0).max()),
+            "nonnegativity": float(max(0.0, -Z.min())),
+            "dual_feasibility": float(max(0.0, -Psi.min())) / scale,
+            "complementarity": float(np.abs(Psi * Z).max()) / scale,
+        }
+
+    # ------------------------------------------------------------------ structure
+    @cached_property
+    def components(self) -> tuple[int, np.ndarray]:
+        """``(count, labels)`` of the connected components of the item graph."""
+        return connected_components(self.W, directed=False)
+
+    def split(self) -> list[tuple[np.ndarray, LASS]]:
+        """Independent subproblems, one per connected component [002 Remark 2.3]."""
+        count, labels = self.components
+        if count == 1:
+            return [(np.arange(self.N), self)]
+        parts = []
+        for c in range(count):
+            idx = np.flatnonzero(labels == c)
+            parts.append((idx, LASS(self.W[idx][:, idx], self.G[idx], self.lam)))
+        return parts
+
+    def out_of_sample(self, Z: np.ndarray, W_new, G_new) -> np.ndarray:
+        """Assignments of M new items [002 §4]: ``z = Π_simplex(z̄ + g/(2λd))`` with ``d`` the
+        sum of the new item's similarities to training items and ``z̄ = W_new Z / d``.
+
+        ``W_new`` (M, N) non-negative, ``G_new`` (M, K). An item with no training neighbour
+        (``d = 0``) gets the linear program's solution: uniform over its most similar
+        categories.
+        """
+        Z = np.asarray(Z, dtype=np.float64)
+        if Z.shape != (self.N, self.K):
+            raise InvalidInputError(f"Z must have shape {(self.N, self.K)}, got {Z.shape}.")
+        W_new = as_float_matrix(W_new, "W_new")
+        G_new = as_float_matrix(G_new, "G_new")
+        G_new = G_new.toarray() if sp.issparse(G_new) else G_new
+        M = W_new.shape[0]
+        if W_new.shape != (M, self.N) or G_new.shape != (M, self.K):
+            raise InvalidInputError(
+                f"W_new must be (M, {self.N}) and G_new (M, {self.K}); got {W_new.shape} and "
+                f"{G_new.shape}."
+            )
+        if (W_new.data if sp.issparse(W_new) else W_new).min(initial=0.0) < 0:
+            raise InvalidInputError("W_new must be non-negative (similarities to training items).")
+        d = np.asarray(W_new.sum(axis=1)).ravel()
+        WZ = np.asarray(W_new @ Z)
+        has = d > 0
+        out = np.empty((M, self.K))
+        safe = np.where(has, d, 1.0)[:, None]
+        out[has] = project_rows_to_simplex(
+            (WZ / safe + G_new / (2.0 * self.lam * safe))[has])
+        if np.any(~has):
+            out[~has] = lp_assignment(G_new[~has])
+        return out

@@ -1,0 +1,67 @@
+"""A data matrix with an optional appended constant feature, never copied [001 §2].
+
+SVMlin's convention: the bias is the last weight of ``w`` and multiplies a constant feature 1
+appended to every row, so it is regularized like the other weights. Appending the column to a
+large CSR matrix would copy it; :class:`LinearDesign` applies it implicitly instead::
+
+    X̃ w = X w[:d] + w[d],        X̃ᵀ v = [Xᵀ v ; Σ v].
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ssl_opt._validation import as_float_matrix
+
+
+class LinearDesign:
+    """``X̃ = [X, 1]`` (or ``X`` when ``bias=False``) with products in O(nnz)."""
+
+    def __init__(self, X, bias: bool, name: str = "X"):
+        X = as_float_matrix(X, name)
+        if sp.issparse(X) and not X.has_canonical_format:
+            X = X.copy()  # never modify the caller's matrix in place
+            X.sum_duplicates()
+        self.X = X
+        self.bias = bool(bias)
+        self.n, self.d = X.shape
+        self.dim = self.d + int(self.bias)
+
+    @property
+    def sparse(self) -> bool:
+        return sp.issparse(self.X)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.X.nnz) if self.sparse else int(self.X.size)
+
+    def matvec(self, w: np.ndarray) -> np.ndarray:
+        """``X̃ w`` (n,)."""
+        out = np.asarray(self.X @ w[: self.d], dtype=np.float64).ravel()
+        if self.bias:
+            out += w[self.d]
+        return out
+
+    def rmatvec(self, v: np.ndarray) -> np.ndarray:
+        """``X̃ᵀ v``: (dim,) for a vector, (dim, k) for k columns (one pass over X)."""
+        out = np.empty((self.dim,) + v.shape[1:])
+        out[: self.d] = np.asarray(self.X.T @ v, dtype=np.float64).reshape(out[: self.d].shape)
+        if self.bias:
+            out[self.d] = v.sum(axis=0)
+        return out
+
+    def rows(self, index) -> LinearDesign:
+        """The design restricted to ``index`` (a copy of those rows only)."""
+        sub = object.__new__(LinearDesign)
+        sub.X = self.X[index]
+        sub.bias = self.bias
+        sub.n, sub.d = sub.X.shape
+        sub.dim = self.dim
+        return sub
+
+    def stacked(self, blocks) -> LinearDesign:
+        """Rows ``blocks`` (a list of index arrays) stacked — used by references only."""
+        parts = [self.X[np.asarray(b)] for b in blocks]
+        X = sp.vstack(parts, format="csr") if self.sparse else np.vstack(parts)
+        return LinearDesign(X, self.bias)

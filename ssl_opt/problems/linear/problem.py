@@ -1,0 +1,380 @@
+r"""Linear semi-supervised SVMs: L2-SVM, TSVM and DA S3VM [001], DESIGN.md §4.2.
+
+``l2(z) = max(0, 1 − z)²``; ``X̃ = [X, 1]`` when ``bias=True`` (the bias is the last weight and
+is regularized, as in SVMlin); outputs ``o = X̃ w``.
+
+* :class:`LinearSVM`  ``J(w) = λ/2‖w‖² + ½ Σ_i c_i l2(y_i o_i)``                       [001 eq. 2]
+* :class:`TSVM`       ``λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i o_i) + λ'/(2u) Σ_{j>l} l2(ŷ_j o_j)``,
+  ``ŷ ∈ {±1}ᵘ`` with ``round(r·u)`` positives                                          [001 §3.1]
+* :class:`DAS3VM`     ``λ/2‖w‖² + 1/(2l) Σ l2(y_i o_i)
+  + λ'/(2u) Σ_j [p_j l2(o_j) + (1−p_j) l2(−o_j)]
+  + T/(2u) Σ_j [p_j log p_j + (1−p_j) log(1−p_j)]``, ``mean(p) = r``                  [001 eq. 6–7]
+
+TSVM and DA are non-convex: their certificates check the convex inner problem (labels or ``p``
+fixed, a :class:`LinearSVM`), block optimality of the labels / ``p``, and balance.
+"""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Mapping
+from functools import cached_property
+
+import numpy as np
+from scipy.optimize import brentq
+from scipy.special import expit, xlogy
+
+from ssl_opt._validation import check_binary_labels, check_bool, check_nonnegative, check_positive
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.problems.linear.design import LinearDesign
+
+
+def l2_loss(z: np.ndarray) -> np.ndarray:
+    """``max(0, 1 − z)²``."""
+    return np.maximum(0.0, 1.0 - z) ** 2
+
+
+def switch_gain(o: np.ndarray) -> np.ndarray:
+    """``l2(−o) − l2(o)``: the loss change of an unlabeled point relabeled from +1 to −1.
+
+    Strictly increasing in ``o``, so relabeling a positive ``i`` and a negative ``j`` lowers the
+    loss exactly when ``o_i < o_j`` [001 §3.1.2].
+    """
+    return np.maximum(0.0, 1.0 + o) ** 2 - np.maximum(0.0, 1.0 - o) ** 2
+
+
+class LinearSVM(Problem):
+    """L2-SVM ``J(w) = λ/2‖w‖² + ½ Σ_i c_i max(0, 1 − y_i w̃ᵀx̃_i)²`` [001 eq. 2].
+
+    Parameters
+    ----------
+    X : (n, d) array or sparse matrix (CSR preferred; never densified)
+        The first ``len(y)`` rows are the training rows (extra rows are ignored).
+    y : (l,) array of ±1
+    lam : float > 0
+        λ, which also regularizes the bias.
+    cost : (l,) array of non-negative weights ``c_i`` (default 1)
+    bias : bool
+        Append a constant feature 1 (``w`` then has ``d + 1`` entries, the bias last).
+    """
+
+    family = "linear"
+
+    def __init__(self, X, y, lam, cost=None, bias=True):
+        bias = check_bool(bias, "bias")
+        design = X if isinstance(X, LinearDesign) else LinearDesign(X, bias)
+        y = check_binary_labels(y, "y", design.n)
+        if design.n > y.size:
+            design = design.rows(slice(0, y.size))
+        self.design = design
+        self.y = y
+        self.lam = check_positive(lam, "lam")
+        self.cost = self._check_cost(cost, y.size)
+        self.bias = design.bias
+        self.l = y.size
+        self._freeze()
+
+    @staticmethod
+    def _check_cost(cost, l: int) -> np.ndarray:
+        if cost is None:
+            return np.ones(l)
+        try:
+            c = np.asarray(cost, dtype=np.float64)
+        except (TypeError, ValueError) as exc:
+            raise InvalidInputError(f"cost must be a vector of weights: {exc}") from exc
+        if c.shape != (l,):
+            raise InvalidInputError(f"cost must have shape ({l},) like y, got {c.shape}.")
+        if not np.all(np.isfinite(c)) or np.any(c < 0):
+            raise InvalidInputError("cost must hold finite non-negative weights c_i >= 0.")
+        return c
+
+    @property
+    def variables(self) -> dict[str, tuple[int, ...]]:
+        return {"w": (self.design.dim,)}
+
+    @property
+    def structure(self) -> Structure:
+        sizes = {"n": self.l, "l": self.l, "d": self.design.d, "nnz": self.design.nnz}
+        return Structure(self.family, "l2svm", True, True, "QP", sizes, self.design.sparse)
+
+    def outputs(self, w: np.ndarray) -> np.ndarray:
+        return self.design.matvec(w)
+
+    def objective(self, x) -> float:
+        w = self.unpack(x)["w"]
+        m = self.y * self.outputs(w)
+        return float(0.5 * self.lam * w @ w + 0.5 * self.cost @ l2_loss(m))
+
+    def gradient(self, x) -> np.ndarray:
+        """``λw + X̃_jᵀ C_j (X̃_j w − y_j)`` over the active set ``j = {i : y_i o_i < 1}``."""
+        w = self.unpack(x)["w"]
+        slack = np.maximum(0.0, 1.0 - self.y * self.outputs(w))
+        return self.lam * w - self.design.rmatvec(self.cost * self.y * slack)
+
+    @cached_property
+    def gradient_scale(self) -> float:
+        """``max(1, ‖∇J(0)‖)``: the stationarity residual is relative to this."""
+        return float(max(1.0, np.linalg.norm(self.design.rmatvec(self.cost * self.y))))
+
+    def kkt(self, x) -> dict[str, float]:
+        w = self.unpack(x)["w"]
+        if not np.all(np.isfinite(w)):
+            return {"stationarity": float("inf")}
+        return {"stationarity": float(np.linalg.norm(self.gradient(x))) / self.gradient_scale}
+
+    def prediction(self, x) -> np.ndarray:
+        return self.outputs(self.unpack(x)["w"])
+
+
+class _Transductive(Problem):
+    """Shared data of TSVM and DA: the first ``l = len(y)`` rows labeled, ``u = n − l`` not."""
+
+    family = "linear"
+
+    def __init__(self, X, y, lam, lam_u, r=None, bias=True):
+        design = LinearDesign(X, check_bool(bias, "bias"))
+        y = check_binary_labels(y, "y", design.n)
+        if y.size == design.n:
+            raise InvalidInputError(
+                f"X has {design.n} rows and y {y.size} labels: there are no unlabeled rows. "
+                "Append the unlabeled rows after the labeled ones, or use LinearSVM."
+            )
+        self.design = design
+        self.y = y
+        self.lam = check_positive(lam, "lam")
+        self.lam_u = check_nonnegative(lam_u, "lam_u")
+        self.l = y.size
+        self.u = design.n - y.size
+        self.n = design.n
+        self.bias = design.bias
+        if r is None:
+            r = float(np.mean(y > 0))
+        elif isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) < 1:
+            raise InvalidInputError(
+                f"r (fraction of positive unlabeled rows) must be in (0, 1), got {r!r}."
+            )
+        self.r = float(r)
+        self.n_pos = int(round(self.r * self.u))
+        self._freeze()
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {"n": self.n, "l": self.l, "u": self.u, "d": self.design.d,
+                "nnz": self.design.nnz}
+
+    @property
+    def unique_prediction(self) -> bool:
+        return False
+
+    def outputs(self, w: np.ndarray) -> np.ndarray:
+        return self.design.matvec(w)
+
+    def labeled_cost(self, w: np.ndarray, o: np.ndarray) -> float:
+        """``λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i o_i)``."""
+        return float(0.5 * self.lam * w @ w + l2_loss(self.y * o[: self.l]).sum() / (2 * self.l))
+
+    def balanced_labels(self, o_u: np.ndarray) -> np.ndarray:
+        """The ``n_pos`` largest outputs labeled +1, the rest −1: for fixed ``w`` this labeling
+        minimizes the TSVM objective among balanced ones (:func:`switch_gain` is monotone)."""
+        labels = -np.ones(self.u)
+        labels[np.argsort(-o_u, kind="stable")[: self.n_pos]] = 1.0
+        return labels
+
+    def tsvm_objective(self, w: np.ndarray) -> float:
+        """The TSVM objective at ``w`` with its best balanced labeling (comparable across TSVM,
+        DA and SVMlin)."""
+        o = self.outputs(w)
+        y_u = self.balanced_labels(o[self.l:])
+        return self.labeled_cost(w, o) + self.lam_u * l2_loss(y_u * o[self.l:]).sum() / (
+            2 * self.u)
+
+    def prediction(self, x) -> np.ndarray:
+        return self.outputs(self.unpack(x)["w"])
+
+    def _inner_stationarity(self, w, o, v_u, v_u0) -> float:
+        """Relative gradient norm in ``w`` given the unlabeled part ``v_u`` of ``∂J/∂o``."""
+        y_l = self.y
+        v = np.concatenate([-y_l * np.maximum(0.0, 1.0 - y_l * o[: self.l]) / self.l, v_u])
+        g = self.lam * w + self.design.rmatvec(v)
+        v0 = np.concatenate([-y_l / self.l, v_u0])
+        scale = max(1.0, float(np.linalg.norm(self.design.rmatvec(v0))))
+        return float(np.linalg.norm(g)) / scale
+
+
+class TSVM(_Transductive):
+    """Transductive L2-SVM over ``(w, ŷ)`` with ``round(r·u)`` positive ``ŷ`` [001 §3.1].
+
+    Parameters
+    ----------
+    X : (n, d) array or sparse matrix; the first ``len(y)`` rows are labeled
+    y : (l,) ±1 labels
+    lam, lam_u : λ > 0 and λ' ≥ 0
+    r : fraction of positive unlabeled rows (default: the labeled positive fraction)
+    bias : append a regularized constant feature
+
+    Variables: ``w`` (d+1 with bias) and ``y_u`` (u,) in {±1}.
+    """
+
+    @property
+    def variables(self) -> dict[str, tuple[int, ...]]:
+        return {"w": (self.design.dim,), "y_u": (self.u,)}
+
+    @property
+    def structure(self) -> Structure:
+        return Structure(self.family, "tsvm", False, False, "mixed-integer QP", self.sizes,
+                         self.design.sparse)
+
+    def objective(self, x) -> float:
+        v = self.unpack(x)
+        w, y_u = v["w"], v["y_u"]
+        o = self.outputs(w)
+        return self.labeled_cost(w, o) + self.lam_u * l2_loss(y_u * o[self.l:]).sum() / (
+            2 * self.u)
+
+    def inner_problem(self, x) -> LinearSVM:
+        """The convex L2-SVM with the labels ``ŷ`` of ``x`` fixed (costs 1/l and λ'/u)."""
+        y_u = np.sign(self.unpack(x)["y_u"])
+        cost = np.concatenate([np.full(self.l, 1.0 / self.l), np.full(self.u, self.lam_u / self.u)])
+        return LinearSVM(self.design, np.concatenate([self.y, y_u]), self.lam, cost, self.bias)
+
+    def kkt(self, x) -> dict[str, float]:
+        """``stationarity`` of ``w`` for the labels; ``switch_gain``: the objective decrease of the
+        best label-pair switch at fixed ``w`` relative to ``max(1, J)`` (0: no improving pair);
+        ``balance``: ``|#positives − round(r·u)| / u``; ``integrality``: ``max ||ŷ| − 1|``."""
+        v = self.unpack(x)
+        w, y_u = v["w"], v["y_u"]
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(y_u))):
+            return {"stationarity": float("inf")}
+        o = self.outputs(w)
+        o_u = o[self.l:]
+        c_u = self.lam_u / self.u
+        v_u = -c_u * y_u * np.maximum(0.0, 1.0 - y_u * o_u)
+        stat = self._inner_stationarity(w, o, v_u, -c_u * y_u)
+        pos, neg = y_u > 0, y_u < 0
+        gain = 0.0
+        if pos.any() and neg.any():
+            best = switch_gain(np.array([o_u[pos].min()]))[0]
+            worst = switch_gain(np.array([o_u[neg].max()]))[0]
+            gain = max(0.0, 0.5 * c_u * (worst - best))
+        scale = max(1.0, abs(self.objective(v)))
+        return {
+            "stationarity": stat,
+            "switch_gain": gain / scale,
+            "balance": abs(int(pos.sum()) - self.n_pos) / self.u,
+            "integrality": float(np.max(np.abs(np.abs(y_u) - 1.0))),
+        }
+
+
+class DAS3VM(_Transductive):
+    """Deterministic-annealing semi-supervised SVM over ``(w, p)`` [001 §3.2, eq. 6–7].
+
+    :meth:`objective` is the annealing target (``T = 0``: the expected TSVM loss under ``p``,
+    which is the TSVM objective at binary ``p``); :meth:`annealing_objective` adds the entropy
+    term at a temperature ``T``. A solution from the ``da`` solver records the temperature of
+    its last stage as ``x["T"]``; :meth:`kkt` checks the closed form of ``p`` at that ``T``.
+    """
+
+    @property
+    def variables(self) -> dict[str, tuple[int, ...]]:
+        return {"w": (self.design.dim,), "p": (self.u,)}
+
+    @property
+    def structure(self) -> Structure:
+        return Structure(self.family, "da", False, True, "non-convex", self.sizes,
+                         self.design.sparse)
+
+    def _unlabeled_loss(self, p, o_u) -> float:
+        return float(self.lam_u * (p @ l2_loss(o_u) + (1 - p) @ l2_loss(-o_u)) / (2 * self.u))
+
+    def objective(self, x) -> float:
+        v = self.unpack(x)
+        w, p = v["w"], v["p"]
+        o = self.outputs(w)
+        return self.labeled_cost(w, o) + self._unlabeled_loss(p, o[self.l:])
+
+    def annealing_objective(self, x, T: float) -> float:
+        """Eq. 6 at temperature ``T`` (entropy term included)."""
+        p = self.unpack(x)["p"]
+        entropy = xlogy(p, p) + xlogy(1 - p, 1 - p)
+        return self.objective(x) + float(T) * float(entropy.sum()) / (2 * self.u)
+
+    def unlabeled_costs(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Costs ``λ'p_j/u`` and ``λ'(1−p_j)/u`` of each unlabeled row as +1 and −1 [001 eq. 8]."""
+        return self.lam_u * p / self.u, self.lam_u * (1 - p) / self.u
+
+    def inner_problem(self, x) -> LinearSVM:
+        """The convex L2-SVM with ``p`` fixed: labeled rows, then every unlabeled row twice."""
+        p = np.clip(self.unpack(x)["p"], 0.0, 1.0)
+        idx_l, idx_u = np.arange(self.l), np.arange(self.l, self.n)
+        design = self.design.stacked([idx_l, idx_u, idx_u])
+        labels = np.concatenate([self.y, np.ones(self.u), -np.ones(self.u)])
+        c_pos, c_neg = self.unlabeled_costs(p)
+        cost = np.concatenate([np.full(self.l, 1.0 / self.l), c_pos, c_neg])
+        return LinearSVM(design, labels, self.lam, cost, self.bias)
+
+    def closed_form_p(self, o_u: np.ndarray, T: float) -> np.ndarray:
+        """``p_j = 1/(1 + exp((g_j − 2ν)/T))``, ``g_j = λ'[l2(o_j) − l2(−o_j)]``, with ν from
+        ``mean(p) = r`` by Brent's method [001 eq. 9] (the ``da`` solver has its own root finder;
+        this one is the independent check)."""
+        g = self.lam_u * (l2_loss(o_u) - l2_loss(-o_u))
+        logit_r = np.log(self.r / (1 - self.r))
+        lo, hi = g.min() + T * logit_r, g.max() + T * logit_r
+
+        def balance(s):
+            return float(np.mean(expit((s - g) / T))) - self.r
+
+        if hi - lo <= 0:
+            return np.full(self.u, self.r)
+        s = brentq(balance, lo, hi, xtol=1e-14 * max(1.0, abs(hi)), rtol=1e-15, maxiter=500)
+        return expit((s - g) / T)
+
+    @staticmethod
+    def temperature_of(x) -> float | None:
+        values = getattr(x, "x", x)
+        if isinstance(values, Mapping) and "T" in values:
+            return float(np.asarray(values["T"]))
+        return None
+
+    def kkt(self, x, T: float | None = None) -> dict[str, float]:
+        """``stationarity`` of ``w`` for fixed ``p``; ``p_optimality``: ``max|p − p*(w)|`` with the
+        closed form at temperature ``T`` (from ``x["T"]`` unless given), or at ``T = 0`` the
+        relative gap of the linear program ``min_p Σ p_j g_j`` over the balanced box;
+        ``balance``: ``|mean(p) − r|``; ``p_bounds``: distance of ``p`` outside [0, 1]."""
+        v = self.unpack(x)
+        w, p = v["w"], v["p"]
+        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(p))):
+            return {"stationarity": float("inf")}
+        T = self.temperature_of(x) if T is None else float(T)
+        o = self.outputs(w)
+        o_u = o[self.l:]
+        c = self.lam_u / self.u
+        v_u = c * (-p * np.maximum(0.0, 1.0 - o_u) + (1 - p) * np.maximum(0.0, 1.0 + o_u))
+        stat = self._inner_stationarity(w, o, v_u, c * (1 - 2 * p))
+        if T is not None and T > 0:
+            p_opt = float(np.max(np.abs(p - self.closed_form_p(o_u, T))))
+        else:
+            g = l2_loss(o_u) - l2_loss(-o_u)
+            q = _lp_vertex(g, self.r * self.u)
+            gap = 0.5 * c * float(g @ (p - q))
+            p_opt = max(0.0, gap) / max(1.0, abs(self.objective(v)))
+        return {
+            "stationarity": stat,
+            "p_optimality": p_opt,
+            "balance": abs(float(p.mean()) - self.r),
+            "p_bounds": float(max(0.0, -p.min(), p.max() - 1.0)),
+        }
+
+
+def _lp_vertex(g: np.ndarray, mass: float) -> np.ndarray:
+    """``argmin Σ q_j g_j`` over ``q ∈ [0,1]ᵘ``, ``Σ q = mass``: the smallest ``g`` get 1."""
+    q = np.zeros(g.size)
+    order = np.argsort(g, kind="stable")
+    full = int(np.floor(mass))
+    q[order[:full]] = 1.0
+    if full < g.size:
+        q[order[full]] = mass - full
+    return q
+
+
+__all__ = ["DAS3VM", "LinearSVM", "TSVM", "l2_loss", "switch_gain"]

@@ -1,0 +1,71 @@
+"""Built-in small instances of the manifold family, for ``ssl-opt certify`` (a plugin)."""
+
+from __future__ import annotations
+
+from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
+from ssl_opt.datasets.synthetic import gaussian_blobs, two_moons
+from ssl_opt.examples import Example
+from ssl_opt.hookspecs import hookimpl
+from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
+from ssl_opt.selection.generators import Generator, geometric_scales
+
+
+def _moons(loss, normalized=False, bias=True):
+    def build():
+        data = two_moons(n=120, n_labeled=6, noise=0.1, seed=1)
+        K = rbf_kernel(data.X, sigma=0.35)
+        L = graph_laplacian_from_data(data.X, n_neighbors=6, normalized=normalized)
+        if loss == "squared":
+            return LapRLS(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, bias=bias)
+        return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, loss=loss, bias=bias)
+
+    return build
+
+
+def _blobs_logistic():
+    data = gaussian_blobs(n=100, n_labeled=10, d=3, seed=2)
+    K = rbf_kernel(data.X, sigma=1.5)
+    L = graph_laplacian_from_data(data.X, n_neighbors=8, weights="heat", normalized=True)
+    return LapSVM(K, L, data.y, gamma_A=1e-1, gamma_I=0.5, loss="logistic")
+
+
+@hookimpl
+def register_examples():
+    return [
+        Example("lapsvm-moons", "manifold", "primal LapSVM (squared hinge), two moons n=120",
+                _moons("squared_hinge")),
+        Example("laprls-moons", "manifold", "LapRLS, two moons n=120, normalized L",
+                _moons("squared", normalized=True)),
+        Example("lapsvm-hinge-moons", "manifold", "original hinge LapSVM, two moons n=120",
+                _moons("hinge")),
+        Example("lapsvm-logistic-blobs", "manifold",
+                "logistic LapSVM variant, Gaussian blobs n=100, heat-weighted normalized L",
+                _blobs_logistic),
+    ]
+
+
+def _moons_at(loss: str):
+    """Two moons with n points, 4 % of them labeled, the RBF kernel and a 6-NN Laplacian."""
+    def build(n: int, seed: int):
+        data = two_moons(n=n, n_labeled=max(4, n // 25), noise=0.1, seed=seed)
+        K = rbf_kernel(data.X, sigma=0.35)
+        L = graph_laplacian_from_data(data.X, n_neighbors=6)
+        if loss == "squared":
+            return LapRLS(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
+        return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, loss=loss)
+
+    return build
+
+
+@hookimpl
+def register_generators():
+    grid = geometric_scales(60, 4000)
+    bench = (40, 100, 250, 500, 1000, 2000)
+    return [
+        Generator("manifold/squared_hinge", ("n",), _moons_at("squared_hinge"),
+                  "primal LapSVM, two moons with n points", grid, bench),
+        Generator("manifold/squared", ("n",), _moons_at("squared"),
+                  "LapRLS, two moons with n points", grid, bench),
+        Generator("manifold/hinge", ("n",), _moons_at("hinge"),
+                  "hinge LapSVM (references only), two moons with n points", grid, bench),
+    ]

@@ -1,0 +1,345 @@
+r"""NPKL: non-parametric kernel learning from pairwise constraints [003], DESIGN.md §4.4.
+
+Over symmetric ``Z`` (n×n)::
+
+    min_{Z ⪰ 0}  Ω(Z) = tr(ΔZ) + C Σ_{{i,j}∈T} ℓ(T_ij Z_ij)                     [003 eq. 1]
+
+with ``Δ = (1+δ)I − D^{-1/2} S D^{-1/2}`` (``⪰ δI`` for a non-negative similarity S), each
+unordered pair listed once, ``T_ij = +1`` (must-link) or ``−1`` (cannot-link), and ℓ one of
+hinge ``max(0, 1−t)``, squared hinge ``max(0, 1−t)²``, square ``(1−t)²``.
+
+Optimality (a convex program over the PSD cone). With pair multipliers ``y_p = −C ℓ'(t_p)``
+(``t_p = T_p Z_ij``; for the hinge any ``y_p`` in ``−C ∂ℓ(t_p)``) the gradient matrix is::
+
+    G = Δ − Σ_p y_p T_p (E_ij + E_ji)/2
+
+and ``Z`` is optimal iff ``G ⪰ 0``, ``Z ⪰ 0`` and ``⟨G, Z⟩ = 0``. For any feasible ``Z`` these
+give a bound on the suboptimality, from convexity and ``tr Z* ≤ Ω(Z)/λ_min(Δ)``::
+
+    Ω(Z) − Ω* ≤ ⟨G, Z⟩ + max(0, −λ_min(G)) · Ω(Z) / λ_min(Δ).
+
+The Lagrange dual (the form the reference solves) is ``max Σ_p (y_p − C ℓ*(−y_p/C))`` subject
+to ``G(y) ⪰ 0``; its PSD multiplier is ``Z``.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import lsq_linear
+from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+from ssl_opt._validation import (
+    as_float_matrix,
+    check_choice,
+    check_positive,
+    check_square,
+    check_symmetric,
+)
+from ssl_opt.builders.laplacian import laplacian, validated_adjacency
+from ssl_opt.components.margin_losses import Hinge, MarginLoss, Square, SquaredHinge
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.problems.base import Problem, Structure
+
+#: The losses of [003 §3.2.2], by the names of the public API.
+PAIR_LOSSES: dict[str, type[MarginLoss]] = {
+    "hinge": Hinge, "squared_hinge": SquaredHinge, "square": Square}
+#: Up to this size the certificate uses dense eigenvalue decompositions, above it Lanczos.
+DENSE_EIG_MAX = 1500
+#: A hinge margin within this distance of 1 is at the kink (its multiplier is free in [0, C]).
+HINGE_KINK_TOL = 1e-6
+#: Largest least-squares system (nonzeros) fitted for hinge kink multipliers from Z alone.
+KINK_FIT_MAX_NNZ = 5_000_000
+
+
+def npkl_regularizer(S, delta: float) -> sp.csr_matrix:
+    """``Δ = (1+δ)I − D^{-1/2} S D^{-1/2} = L_sym + δI`` (isolated points: ``Δ_ii = 1+δ``)."""
+    S = validated_adjacency(S, "S")
+    return sp.csr_matrix(laplacian(S, normalized=True) + delta * sp.identity(S.shape[0]))
+
+
+def check_pairs(pairs, labels, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """Validated ``(pairs, labels)``: an (m, 2) int array with ``i < j`` per row, and ±1 floats."""
+    try:
+        P = np.asarray(pairs)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"pairs must be an (m, 2) integer array: {exc}") from exc
+    if P.ndim != 2 or P.shape[1] != 2 or P.shape[0] == 0:
+        raise InvalidInputError(
+            f"pairs must be a non-empty (m, 2) array of point indices, got shape {P.shape}.")
+    if not np.issubdtype(P.dtype, np.integer):
+        if not (np.issubdtype(P.dtype, np.floating) and np.all(P == np.round(P))):
+            raise InvalidInputError("pairs must hold integer point indices.")
+    P = P.astype(np.int64)
+    if P.min() < 0 or P.max() >= n:
+        raise InvalidInputError(
+            f"pairs must index points 0..{n - 1}; found indices {P.min()}..{P.max()}.")
+    if np.any(P[:, 0] == P[:, 1]):
+        raise InvalidInputError("pairs must join two distinct points; found a pair (i, i).")
+    P = np.sort(P, axis=1)
+    if np.unique(P[:, 0] * n + P[:, 1]).size != P.shape[0]:
+        raise InvalidInputError(
+            "pairs must list each unordered pair {i, j} once; remove the duplicates.")
+    try:
+        T = np.asarray(labels, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"labels must be ±1 (must-link / cannot-link): {exc}") from exc
+    if T.shape != (P.shape[0],):
+        raise InvalidInputError(
+            f"labels must have one ±1 entry per pair: shape ({P.shape[0]},), got {T.shape}.")
+    if not np.all(np.isin(T, (-1.0, 1.0))):
+        raise InvalidInputError("labels must be +1 (must-link) or -1 (cannot-link).")
+    return P, T
+
+
+class NPKL(Problem):
+    """Non-parametric kernel learning [003 eq. 1] (see the module docstring for the maths).
+
+    Parameters
+    ----------
+    S : (n, n) array or sparse matrix
+        Symmetric non-negative similarities with zero diagonal (a kNN graph typically).
+    pairs : (m, 2) int array
+        Unordered pairs of distinct points, each listed once.
+    labels : (m,) array of ±1
+        ``+1`` must-link, ``−1`` cannot-link.
+    C : float > 0
+    loss : {"hinge", "squared_hinge", "square"}
+    delta : float > 0, optional
+        Regularization of Δ; ``C/2`` by default as in [003 §4.2].
+
+    Variables: ``Z`` (n, n). Solvers may also return the pair multipliers ``y`` (m,), and BCD
+    the factor ``V``, the boundary kernel ``Z_BD`` and the embedding ``Phi`` (``Z = ΦΦᵀ``).
+    """
+
+    family = "npkl"
+
+    def __init__(self, S, pairs, labels, C, loss: str = "square", delta=None):
+        C = check_positive(C, "C")
+        delta = C / 2.0 if delta is None else check_positive(delta, "delta")
+        Delta = npkl_regularizer(S, delta)  # validates S
+        self._setup(Delta, pairs, labels, C, loss, delta, lambda_min_bound=delta)
+
+    @classmethod
+    def from_regularizer(cls, Delta, pairs, labels, C, loss: str = "square",
+                         lambda_min_bound: float | None = None) -> NPKL:
+        """The problem with a given symmetric positive definite ``Δ`` (dense or sparse), e.g.
+        the boundary kernel problem of :class:`~ssl_opt.problems.npkl.boundary.BoundaryReduction`.
+        ``lambda_min_bound``: a positive lower bound on ``λ_min(Δ)`` (computed when omitted)."""
+        Delta = as_float_matrix(Delta, "Delta")
+        check_square(Delta, "Delta")
+        check_symmetric(Delta, "Delta")
+        if lambda_min_bound is None:
+            lambda_min_bound = extreme_eigenvalues(Delta)[0]
+            if not lambda_min_bound > 0:
+                raise InvalidInputError(
+                    f"Delta must be positive definite; its smallest eigenvalue is "
+                    f"{lambda_min_bound:.3g}.")
+        problem = cls.__new__(cls)
+        problem._setup(Delta, pairs, labels, check_positive(C, "C"), loss, None,
+                       check_positive(lambda_min_bound, "lambda_min_bound"))
+        return problem
+
+    def _setup(self, Delta, pairs, labels, C, loss, delta, lambda_min_bound) -> None:
+        check_choice(loss, "loss", PAIR_LOSSES)
+        n = Delta.shape[0]
+        self.pairs, self.labels = check_pairs(pairs, labels, n)
+        self.Delta = Delta if sp.issparse(Delta) else np.array(Delta)
+        if sp.issparse(self.Delta):
+            self.Delta = sp.csr_matrix(self.Delta)
+            self.Delta.sum_duplicates()
+        self.C = C
+        self.loss = loss
+        self.loss_fn = PAIR_LOSSES[loss]()
+        self.delta = delta
+        self.lambda_min_bound = float(lambda_min_bound)
+        self.n = n
+        self.m = self.pairs.shape[0]
+        self._freeze()
+
+    # ------------------------------------------------------------------ declaration
+    @property
+    def variables(self) -> dict[str, tuple[int, ...]]:
+        return {"Z": (self.n, self.n)}
+
+    @property
+    def structure(self) -> Structure:
+        sparse = sp.issparse(self.Delta)
+        nnz = int(self.Delta.nnz) if sparse else self.n * self.n
+        sizes = {"n": self.n, "l": int(self.constrained_points.size), "m": self.m,
+                 "nnz_Delta": nnz, "variables": self.n * (self.n + 1) // 2}
+        return Structure(self.family, self.loss, True, self.loss != "hinge", "SDP", sizes,
+                         sparse)
+
+    @property
+    def unique_prediction(self) -> bool:
+        return False  # tr(ΔZ) is linear and ℓ touches m entries: Ω is not strictly convex
+
+    @cached_property
+    def constrained_points(self) -> np.ndarray:
+        """Sorted indices of the points in at least one pair (the boundary set L of [003 §3])."""
+        return np.unique(self.pairs)
+
+    def boundary_reduction(self):
+        """The reduction of [003 Prop. 1] to the constrained points (computed once)."""
+        from ssl_opt.problems.npkl.boundary import BoundaryReduction
+
+        cached = getattr(self, "_reduction", None)
+        if cached is None:
+            cached = BoundaryReduction(self)
+            object.__setattr__(self, "_reduction", cached)
+        return cached
+
+    # ------------------------------------------------------------------ evaluation
+    def margins(self, Z: np.ndarray) -> np.ndarray:
+        """``t_p = T_p Z_ij`` for every pair."""
+        return self.labels * Z[self.pairs[:, 0], self.pairs[:, 1]]
+
+    def trace_term(self, Z: np.ndarray) -> float:
+        """``tr(ΔZ) = ⟨Δ, Z⟩`` (Δ is symmetric; over its nonzeros when it is sparse)."""
+        return _inner(self.Delta, Z)
+
+    def objective(self, x) -> float:
+        Z = self.unpack(x)["Z"]
+        return self.trace_term(Z) + self.C * float(np.sum(self.loss_fn.value(self.margins(Z))))
+
+    def prediction(self, x) -> np.ndarray:
+        return self.unpack(x)["Z"]
+
+    def gradient_matrix(self, y: np.ndarray):
+        """``G = Δ − Σ_p y_p T_p (E_ij + E_ji)/2`` (sparse when Δ is)."""
+        w = -0.5 * y * self.labels
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        E = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([i, j]),
+                                                      np.concatenate([j, i]))),
+                          shape=(self.n, self.n))
+        if sp.issparse(self.Delta):
+            return sp.csr_matrix(self.Delta + E)
+        return self.Delta + E.toarray()
+
+    def pair_multipliers(self, Z: np.ndarray) -> np.ndarray:
+        """``y_p = −C ℓ'(t_p)`` from ``Z`` alone. For the hinge, margins at the kink
+        (``|t − 1| ≤ HINGE_KINK_TOL``) get the ``y ∈ [0, C]`` that best satisfies ``GZ = 0`` in
+        least squares (exact at an optimum, where ``G ⪰ 0, Z ⪰ 0, ⟨G, Z⟩ = 0`` give ``GZ = 0``)."""
+        t = self.margins(Z)
+        if self.loss != "hinge":
+            return -self.C * self.loss_fn.derivative(t)
+        y = np.where(t < 1.0, self.C, 0.0)
+        kink = np.flatnonzero(np.abs(t - 1.0) <= HINGE_KINK_TOL)
+        if kink.size:
+            y[kink] = self._fit_kink_multipliers(Z, y, kink)
+        return y
+
+    def _fit_kink_multipliers(self, Z, y, kink) -> np.ndarray:
+        i, j = self.pairs[kink, 0], self.pairs[kink, 1]
+        rows = np.unique(np.concatenate([i, j]))
+        k, n = kink.size, self.n
+        if 2 * k * n > KINK_FIT_MAX_NNZ:
+            return np.full(k, self.C / 2.0)
+        y0 = y.copy()
+        y0[kink] = 0.0
+        G0 = self.gradient_matrix(y0)
+        R0 = np.asarray(G0[rows] @ Z)  # residual rows of G(y) Z before the kink terms
+        pos = np.searchsorted(rows, np.concatenate([i, j]))
+        # y_p enters row i as −T_p/2 · Z[j, :] and row j as −T_p/2 · Z[i, :].
+        src = np.concatenate([j, i])
+        coef = np.concatenate([-0.5 * self.labels[kink]] * 2)
+        entries = (pos[:, None] * n + np.arange(n)[None, :]).ravel()
+        vals = (coef[:, None] * Z[src]).ravel()
+        cols = np.repeat(np.concatenate([np.arange(k)] * 2), n)
+        A = sp.csr_matrix((vals, (entries, cols)), shape=(rows.size * n, k))
+        if A.shape[0] * k <= KINK_FIT_MAX_NNZ:  # small: dense BVLS, exact active set
+            fit = lsq_linear(A.toarray(), -R0.ravel(), bounds=(0.0, self.C), method="bvls",
+                             tol=1e-14)
+        else:
+            fit = lsq_linear(A, -R0.ravel(), bounds=(0.0, self.C), method="trf", tol=1e-12,
+                             lsmr_tol="auto", max_iter=2000)
+        return fit.x
+
+    def kkt(self, x, multipliers: str = "auto") -> dict[str, float]:
+        """Relative optimality residuals (0 at an optimum; see the module docstring):
+
+        * ``gradient_psd`` ``max(0, −λ_min(G)) / max(1, λ_max(G))``;
+        * ``kernel_psd`` ``max(0, −λ_min(Z)) / max(1, λ_max(Z))``;
+        * ``complementarity`` ``|⟨G, Z⟩| / max(1, |Ω(Z)|)``;
+        * ``suboptimality_bound`` the bound on ``(Ω(Z) − Ω*) / max(1, |Ω(Z)|)`` above;
+        * ``symmetry`` ``max|Z − Zᵀ| / max(1, max|Z|)``;
+        * hinge only, ``pair_multipliers``: ``y ∈ [0, C]`` with ``y_p = C`` when ``t_p < 1`` and
+          ``0`` when ``t_p > 1``, as ``max_p (y_p (t_p−1)₊ + (C−y_p)(1−t_p)₊) / C``.
+
+        ``y`` is the solver's (``x["y"]``) when given and ``multipliers="auto"``, otherwise
+        recovered from ``Z`` alone (:meth:`pair_multipliers`).
+        """
+        Z = self.unpack(x)["Z"]
+        if not np.all(np.isfinite(Z)):
+            return {"gradient_psd": float("inf")}
+        values = getattr(x, "x", x)
+        if multipliers == "auto" and "y" in values:
+            y = np.asarray(values["y"], dtype=np.float64).reshape(self.m)
+        else:
+            y = self.pair_multipliers(Z)
+        zmax = float(np.abs(Z).max()) if Z.size else 0.0
+        asym = _max_asymmetry(Z)
+        symmetry = asym / max(1.0, zmax)
+        Zs = Z if asym == 0.0 else 0.5 * (Z + Z.T)
+        G = self.gradient_matrix(y)
+        g_min, g_max = extreme_eigenvalues(G)
+        z_min, z_max = extreme_eigenvalues(Zs)
+        inner = _inner(G, Zs)
+        omega = self.objective({"Z": Zs})
+        scale = max(1.0, abs(omega))
+        bound = max(0.0, inner) + max(0.0, -g_min) * max(omega, 0.0) / self.lambda_min_bound
+        out = {
+            "gradient_psd": max(0.0, -g_min) / max(1.0, g_max),
+            "kernel_psd": max(0.0, -z_min) / max(1.0, z_max),
+            "complementarity": abs(inner) / scale,
+            "suboptimality_bound": bound / scale,
+            "symmetry": symmetry,
+        }
+        if self.loss == "hinge":
+            t = self.margins(Zs)
+            slack = (y * np.maximum(0.0, t - 1.0) + (self.C - y) * np.maximum(0.0, 1.0 - t))
+            box = np.maximum(0.0, -y) + np.maximum(0.0, y - self.C)
+            out["pair_multipliers"] = float(np.max(slack + box)) / self.C
+        return out
+
+
+def _max_asymmetry(Z: np.ndarray, rows: int = 512) -> float:
+    """``max|Z − Zᵀ|`` by blocks of rows (no n×n temporary)."""
+    out = 0.0
+    for start in range(0, Z.shape[0], rows):
+        block = slice(start, start + rows)
+        out = max(out, float(np.abs(Z[block] - Z[:, block].T).max(initial=0.0)))
+    return out
+
+
+def _inner(G, Z: np.ndarray) -> float:
+    """``⟨G, Z⟩`` over the nonzeros of ``G`` when it is sparse."""
+    if sp.issparse(G):
+        G = sp.csr_matrix(G)
+        rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
+        return float(np.dot(G.data, Z[rows, G.indices]))
+    return float(np.sum(G * Z))
+
+
+def extreme_eigenvalues(A) -> tuple[float, float]:
+    """``(λ_min, λ_max)`` of a symmetric matrix: LAPACK up to :data:`DENSE_EIG_MAX`, Lanczos
+    (ARPACK) above, falling back to its best Ritz values if it does not converge."""
+    n = A.shape[0]
+    if n == 0:
+        return 0.0, 0.0
+    if n <= DENSE_EIG_MAX:
+        dense = A.toarray() if sp.issparse(A) else np.asarray(A)
+        w = np.linalg.eigvalsh(0.5 * (dense + dense.T))
+        return float(w[0]), float(w[-1])
+    out = []
+    for which in ("SA", "LA"):
+        try:
+            w = eigsh(A, k=1, which=which, tol=1e-10, maxiter=20 * n,
+                      return_eigenvectors=False)
+        except ArpackNoConvergence as exc:
+            w = exc.eigenvalues
+        out.append(float(w[0]) if len(w) else float("nan"))
+    return out[0], out[1]

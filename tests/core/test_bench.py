@@ -1,0 +1,198 @@
+"""``ssl-opt bench`` and ``ssl-opt calibrate`` on tiny grids, checked against independent
+computations (the reference backend, closed forms, the CSV re-read from disk)."""
+
+from __future__ import annotations
+
+import csv
+import math
+
+import numpy as np
+import pytest
+
+import ssl_opt
+from ssl_opt import registry
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.selection import model_store
+from ssl_opt.selection.bench import log_crossing, run_bench, shifted_geometric_mean
+from ssl_opt.selection.calibrate import calibrate, calibrate_and_save, report
+from ssl_opt.selection.generators import Generator, cost_size, geometric_scales
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    monkeypatch.setenv(model_store.CACHE_ENV, str(tmp_path / "cache"))
+    model_store.clear_cache()
+    yield tmp_path / "cache"
+    model_store.clear_cache()
+
+
+def test_shifted_geometric_mean_closed_form():
+    # (10 · 20 · 40)^(1/3) = 20
+    assert shifted_geometric_mean([0.0, 10.0, 30.0], shift=10) == pytest.approx(10.0)
+    assert shifted_geometric_mean([3.0, 3.0]) == pytest.approx(3.0)
+    with pytest.raises(InvalidInputError):
+        shifted_geometric_mean([1.0, -1.0])
+    with pytest.raises(InvalidInputError):
+        shifted_geometric_mean([1.0, math.inf])
+
+
+def test_log_crossing_interpolates_in_log_log():
+    # log r goes from log 0.5 to log 2 between 100 and 400: halfway in log size, at 200
+    assert log_crossing([100, 400], [0.5, 2.0]) == pytest.approx(200.0)
+    assert log_crossing([10, 100, 1000], [0.1, 1.0, 10.0]) == pytest.approx(100.0)
+    assert log_crossing([10, 100], [2.0, 3.0]) is None
+    assert log_crossing([10, 100], [0.2, 0.3]) is None
+
+
+def test_geometric_scales():
+    assert geometric_scales(100, 400, 2.0) == (100, 200, 400)
+    assert geometric_scales(2, 5, 1.1) == (2, 3, 4, 5)
+
+
+def test_every_generator_builds_what_it_claims():
+    for key, gen in registry.generators().items():
+        problem = gen.instance(gen.calibration_scales[0], seed=1)
+        assert f"{problem.structure.family}/{problem.structure.variant}" == key
+        assert cost_size(problem, gen.size_keys) > 0
+        assert not set(gen.bench_scales) & set(gen.calibration_scales), key
+    bad = Generator("lass/other", ("N",), registry.generators()["lass/qp"].build, "", (10,), (20,))
+    with pytest.raises(InvalidInputError, match="lass/qp"):
+        bad.instance(100)
+
+
+def test_calibrate_measures_grows_and_fits(cache):
+    models, runs, path = calibrate_and_save(generators=["lass/qp"], solvers=["admm"],
+                                            target_seconds=0.05, max_seconds=3, progress=False)
+    assert [m.solver for m in models] == ["admm"]
+    scales = [r.scale for r in runs]
+    assert scales == sorted(scales) and len(scales) >= 2
+    # it stops after the first run longer than the target (or the end of the grid)
+    assert all(r.seconds <= 0.05 for r in runs[:-1]) or sum(r.seconds for r in runs) > 3
+    sizes = [r.size for r in runs]
+    gen = registry.generators()["lass/qp"]
+    assert sizes[0] == cost_size(gen.instance(scales[0]), ("N", "K"))
+    # written where the user cache is, and picked up by selection
+    assert path == str(cache / model_store.FILENAME)
+    entry = model_store.load_models()[("admm", "lass/qp")]
+    assert entry[1] == "calibrated" and len(entry[0].points) == len(runs)
+    assert "admm" in report(models) and "lass/qp" in report(models)
+
+
+def test_calibrate_rejects_unknown_names():
+    with pytest.raises(InvalidInputError, match="generator"):
+        calibrate(generators=["nope/nope"], progress=False)
+    with pytest.raises(InvalidInputError, match="solver"):
+        calibrate(solvers=["nope"], progress=False)
+    with pytest.raises(InvalidInputError, match="target_seconds"):
+        calibrate(target_seconds=0, progress=False)
+    with pytest.raises(InvalidInputError, match="min_points"):
+        calibrate(min_points=1, progress=False)
+
+
+def test_bench_rows_agree_with_an_independent_reference_solve(cache, tmp_path):
+    out = tmp_path / "out"
+    rep = run_bench("npkl", sizes=[30, 45], variants=["square"], out_dir=out, progress=False)
+    with open(out / "npkl.csv") as fh:
+        rows = list(csv.DictReader(fh))
+    gen = registry.generators()["npkl/square"]
+    for scale in (30, 45):
+        problem = gen.instance(scale, 0)
+        ref = ssl_opt.solve(problem, backend="reference")
+        mine = [r for r in rows if int(r["scale"]) == scale]
+        assert {r["solver"] for r in mine} == {"bcd", "cvxpy", "cvxpy-boundary"}
+        for r in mine:
+            assert float(r["reference_objective"]) == pytest.approx(ref.objective, rel=1e-7)
+            assert r["status"] == "optimal" and r["certified"] == "True"
+            assert abs(float(r["rel_gap"])) < 1e-6
+            assert float(r["size"]) == problem.structure.sizes["l"]
+            assert float(r["time_s"]) > 0 and float(r["peak_memory_mib"]) >= 0
+        chosen = [r["solver"] for r in mine if r["auto_choice"] == "True"]
+        assert chosen == [ssl_opt.select(problem).solver]
+    summary = (out / "npkl.md").read_text()
+    assert "crossover" in summary and "shifted geometric mean" in summary
+    # the prediction count of the summary, recomputed from the CSV
+    judged = [float(r["time_s"]) / float(r["predicted_time_s"]) for r in rows
+              if r["held_out"] == "True" and r["status"] == "optimal"
+              and r["certified"] == "True" and r["predicted_time_s"] != "nan"]
+    assert judged
+    ok = sum(0.5 <= x <= 2 for x in judged)
+    assert f"Prediction: {ok} of {len(judged)} held-out runs" in summary
+    assert summary.count("\n- npkl/square ") == len(judged) - ok
+    for name in ("npkl_time.png", "npkl_convergence.png"):
+        assert (out / name).stat().st_size > 10_000
+    s = rep.summaries[0]
+    assert min(s.shgeom.values()) == pytest.approx(1.0)
+    # the measured slowdown of auto's choice, recomputed from the CSV
+    for size, solver, slowdown in s.auto:
+        times = {r["solver"]: float(r["time_s"]) for r in rows if float(r["size"]) == size}
+        assert slowdown == pytest.approx(times[solver] / min(times.values()))
+
+
+def test_bench_skips_what_is_predicted_beyond_the_time_limit(cache, tmp_path):
+    from ssl_opt.selection.cost_model import CostModel, PowerLaw
+
+    slow = CostModel("cvxpy", "lass/qp", ("N", "K"), PowerLaw(0, 1e6, 0), None,
+                     ((1.0, 1e6, 0.0), (2.0, 1e6, 0.0)))
+    model_store.save_models([slow])
+    model_store.clear_cache()
+    rep = run_bench("lass", sizes=[60], out_dir=None, progress=False, time_limit=5)
+    status = {r.solver: r.status for r in rep.runs}
+    assert status["cvxpy"] == "skipped" and status["admm"] == "optimal"
+    skipped = next(r for r in rep.runs if r.solver == "cvxpy")
+    assert "time limit" in skipped.note and np.isnan(skipped.beyond_calibration)
+    assert np.isnan(rep.runs[0].reference_objective)
+
+
+def test_bench_rejects_unknown_family_variant_and_solver():
+    with pytest.raises(InvalidInputError, match="families"):
+        run_bench("nope", progress=False)
+    with pytest.raises(InvalidInputError, match="variant"):
+        run_bench("npkl", variants=["nope"], progress=False)
+    with pytest.raises(InvalidInputError, match="solver"):
+        run_bench("npkl", solvers=["nope"], progress=False)
+    with pytest.raises(InvalidInputError, match="sizes"):
+        run_bench("npkl", sizes=[50, 0], progress=False)
+    with pytest.raises(InvalidInputError, match="time_limit"):
+        run_bench("npkl", time_limit=-1, progress=False)
+
+
+def test_measure_sees_a_known_allocation():
+    from ssl_opt.selection.measure import available_memory, measure
+
+    nbytes = 64 * 2**20
+    m = measure(lambda: float(np.ones(nbytes // 8).sum()))
+    assert m.result == nbytes // 8
+    assert 0.9 * nbytes <= m.peak_bytes <= 1.5 * nbytes
+    assert m.seconds > 0 and available_memory() > nbytes
+
+
+def test_cli_calibrate_and_bench(tmp_path):
+    import json
+    import os
+    import subprocess
+
+    env = {**os.environ, model_store.CACHE_ENV: str(tmp_path / "cache")}
+    out = subprocess.run(["ssl-opt", "calibrate", "--generators", "lass/qp", "--solvers", "admm",
+                          "--target-seconds", "0.02", "--output", str(tmp_path / "m.json"),
+                          "--no-progress"], capture_output=True, text=True, env=env)
+    assert out.returncode == 0, out.stderr
+    doc = json.loads((tmp_path / "m.json").read_text())
+    assert [(m["solver"], m["key"]) for m in doc["models"]] == [("admm", "lass/qp")]
+    assert "lass/qp" in out.stdout and "expected b" in out.stdout
+    out = subprocess.run(["ssl-opt", "bench", "lass", "--sizes", "60", "--out",
+                          str(tmp_path / "b"), "--no-progress"], capture_output=True, text=True,
+                         env=env)
+    assert out.returncode == 0, out.stderr
+    for name in ("lass.csv", "lass.md", "lass_time.png", "lass_convergence.png"):
+        assert (tmp_path / "b" / name).exists()
+
+
+def test_measure_fastest_repeats_only_short_runs():
+    from ssl_opt.selection.measure import measure_fastest
+
+    calls = []
+    best, spent = measure_fastest(lambda: calls.append(1), repeat_below=10.0)
+    assert len(calls) == 3 and spent >= best.seconds > 0
+    calls.clear()
+    measure_fastest(lambda: calls.append(1), repeat_below=1e-12)
+    assert len(calls) == 1

@@ -1,0 +1,173 @@
+"""A third-party solver installed through the ``ssl_opt`` entry-point group takes part in
+calibration, selection and benchmarking with no change to the package."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+import textwrap
+
+import pytest
+
+import ssl_opt
+from ssl_opt import registry
+from ssl_opt.selection import model_store
+from ssl_opt.selection.bench import run_bench
+from ssl_opt.selection.calibrate import calibrate_and_save
+
+PLUGIN = '''
+"""A third-party LapRLS solver: the objective is quadratic, so its Hessian is assembled from
+n + 1 gradient differences and the stationarity system is solved by least squares."""
+
+import numpy as np
+
+from ssl_opt.hookspecs import hookimpl
+from ssl_opt.problems import LapRLS
+from ssl_opt.solution import OPTIMAL, Solution
+from ssl_opt.solvers import Solver
+
+
+class DenseQuadratic(Solver):
+    name = "thirdparty-dense"
+    problem_types = (LapRLS,)
+    description = "Hessian from gradient differences, then lstsq (a test plugin)"
+    options = {}
+
+    def _solve(self, problem):
+        n = problem.n
+
+        def grad(z):
+            g_alpha, g_b = problem.gradient({"alpha": z[:n], "b": np.array(z[n])})
+            return np.append(g_alpha, g_b)
+
+        g0 = grad(np.zeros(n + 1))
+        H = np.column_stack([grad(e) - g0 for e in np.eye(n + 1)])
+        z = np.linalg.lstsq(0.5 * (H + H.T), -g0, rcond=1e-14)[0]
+        return Solution({"alpha": z[:n], "b": np.array(z[n])}, float("nan"), OPTIMAL, 1, 0.0,
+                        "fast", self.name)
+
+
+@hookimpl
+def register_solvers():
+    return [DenseQuadratic()]
+'''
+
+
+@pytest.fixture
+def installed_plugin(tmp_path, monkeypatch):
+    """Install ``thirdparty_ssl`` the way pip would: a module and a dist-info folder whose
+    entry_points.txt advertises it under the ``ssl_opt`` group, on ``sys.path``."""
+    (tmp_path / "thirdparty_ssl.py").write_text(textwrap.dedent(PLUGIN))
+    dist = tmp_path / "thirdparty_ssl-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: thirdparty-ssl\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[ssl_opt]\nthirdparty = thirdparty_ssl\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(model_store.CACHE_ENV, str(tmp_path / "cache"))
+    importlib.invalidate_caches()
+    registry.reset()
+    model_store.clear_cache()
+    yield tmp_path
+    registry.reset()
+    model_store.clear_cache()
+    sys.modules.pop("thirdparty_ssl", None)
+
+
+def test_third_party_solver_is_calibrated_selected_and_benchmarked(installed_plugin):
+    assert "thirdparty-dense" in registry.solvers()
+    gen = registry.generators()["manifold/squared"]
+    problem = gen.instance(150, 3)
+
+    # Before calibration it has no model: predicted "none", sorted last, never chosen blindly.
+    sel = ssl_opt.select(problem, backend="fast")
+    assert sel.predictions["thirdparty-dense"].source == "none"
+    assert sel.solver != "thirdparty-dense"
+
+    models, runs, _ = calibrate_and_save(generators=["manifold/squared"],
+                                         solvers=["thirdparty-dense"], target_seconds=0.05,
+                                         max_seconds=3, progress=False)
+    assert [m.solver for m in models] == ["thirdparty-dense"]
+    assert {r.solver for r in runs} == {"thirdparty-dense"}
+    sel = ssl_opt.select(problem)
+    p = sel.predictions["thirdparty-dense"]
+    assert p.source == "calibrated"
+    assert p.seconds == pytest.approx(models[0].predict_time(problem.structure.sizes["n"]))
+
+    # Its solution is certified like any other, against the reference.
+    sol = ssl_opt.solve(problem, solver="thirdparty-dense")
+    assert ssl_opt.certify(problem, sol).objective_gap < 1e-6
+
+    rep = run_bench("manifold", sizes=[80], variants=["squared"],
+                    solvers=["thirdparty-dense", "laprls-direct", "cvxpy"], progress=False)
+    rows = {r.solver: r for r in rep.runs}
+    assert set(rows) == {"thirdparty-dense", "laprls-direct", "cvxpy"}
+    assert rows["thirdparty-dense"].prediction_source == "calibrated"
+    assert abs(rows["thirdparty-dense"].rel_gap) < 1e-6
+    assert "thirdparty-dense" in rep.summaries[0].shgeom
+
+
+def test_a_name_claimed_twice_is_refused():
+    from ssl_opt.hookspecs import hookimpl
+
+    builtin = registry.get_solver("pcg")
+    generator = registry.generators()["lass/qp"]
+
+    class Clash:
+        @hookimpl
+        def register_solvers(self):
+            return [builtin]
+
+        @hookimpl
+        def register_generators(self):
+            return [generator]
+
+    plugin = Clash()
+    registry.register_plugin(plugin)
+    try:
+        with pytest.raises(RuntimeError, match="a solver named 'pcg'"):
+            registry.solvers()
+        with pytest.raises(RuntimeError, match="a generator for 'lass/qp'"):
+            registry.generators()
+    finally:
+        registry.unregister_plugin(plugin)
+    assert registry.get_solver("pcg") is not None
+
+
+def test_a_solver_that_raises_does_not_end_calibration_or_bench(tmp_path, monkeypatch):
+    from ssl_opt.hookspecs import hookimpl
+    from ssl_opt.problems import LapRLS
+    from ssl_opt.selection.calibrate import calibrate
+    from ssl_opt.solvers import Solver
+
+    class Broken(Solver):
+        name = "test-broken"
+        problem_types = (LapRLS,)
+
+        def _solve(self, problem):
+            raise ZeroDivisionError("plugin bug")
+
+    class Plugin:
+        @hookimpl
+        def register_solvers(self):
+            return [Broken()]
+
+    monkeypatch.setenv(model_store.CACHE_ENV, str(tmp_path))
+    model_store.clear_cache()
+    plugin = Plugin()
+    registry.register_plugin(plugin)
+    try:
+        with pytest.warns(RuntimeWarning, match="test-broken .* ZeroDivisionError"):
+            models, runs = calibrate(generators=["manifold/squared"],
+                                     solvers=["test-broken", "laprls-direct"],
+                                     target_seconds=0.01, max_seconds=1, progress=False)
+        assert [m.solver for m in models] == ["laprls-direct"]
+        rep = run_bench("manifold", sizes=[60, 80], variants=["squared"],
+                        solvers=["test-broken", "laprls-direct"], progress=False)
+        status = {(r.scale, r.solver): (r.status, r.note) for r in rep.runs}
+        assert status[(60, "test-broken")][0] == "error"
+        assert "ZeroDivisionError" in status[(60, "test-broken")][1]
+        assert status[(80, "test-broken")][0] == "skipped"
+        assert status[(80, "laprls-direct")][0] == "optimal"
+    finally:
+        registry.unregister_plugin(plugin)
+        model_store.clear_cache()
