@@ -31,6 +31,7 @@ def register_solvers():
             "Exact primal program in CVXPY, solved by Clarabel (or any CVXPY solver).",
             PRIMAL_COMPLEXITY,
             PRIMAL_SIZE_KEYS,
+            preference=0,  # the primal program, where a dual or a boundary SDP ties with it
         ),
         CvxpyReference(
             "cvxpy-dual",

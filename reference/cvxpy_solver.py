@@ -45,8 +45,9 @@ class CvxpyReference(Solver):
 
     def __init__(self, name: str, formulations: list[Formulation], description: str,
                  complexity: dict[str, tuple[float, str]] | None = None,
-                 size_keys: dict[str, tuple[str, ...]] | None = None):
+                 size_keys: dict[str, tuple[str, ...]] | None = None, preference: int = 1):
         self.name = name
+        self.preference = preference
         self.description = description
         self.complexity = dict(complexity or {})
         self.size_keys = dict(size_keys or {})

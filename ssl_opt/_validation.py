@@ -126,3 +126,48 @@ def check_choice(value, name: str, choices) -> str:
     if value not in choices:
         raise InvalidInputError(f"{name} must be one of {sorted(choices)}, got {value!r}.")
     return value
+
+
+# Option checks: callables ``check(value, name) -> value`` for :class:`ssl_opt.solvers.Option`
+# (``check_positive``, ``check_nonnegative`` and ``check_bool`` already have that form).
+
+def integer(low: int, high: int | None = None):
+    """An integer option in ``[low, high]``."""
+    def check(value, name: str) -> int:
+        return check_int(value, name, low, high)
+    check.__doc__ = f"an integer >= {low}" + ("" if high is None else f" and <= {high}")
+    return check
+
+
+def choice(*choices):
+    """An option that takes one of ``choices``."""
+    def check(value, name: str):
+        return check_choice(value, name, choices)
+    check.__doc__ = f"one of {list(choices)}"
+    return check
+
+
+def optional(inner):
+    """``None`` (the solver's own default) or a value that passes ``inner``."""
+    def check(value, name: str):
+        return None if value is None else inner(value, name)
+    check.__doc__ = f"None or {inner.__doc__ or inner.__name__}"
+    return check
+
+
+def instance_of(*types):
+    """An option that must be an instance of one of ``types``."""
+    def check(value, name: str):
+        if not isinstance(value, types):
+            names = " or ".join(t.__name__ for t in types)
+            raise InvalidInputError(f"{name} must be a {names}, got {type(value).__name__}.")
+        return value
+    check.__doc__ = " or ".join(t.__name__ for t in types)
+    return check
+
+
+def callable_option(value, name: str):
+    """A callable (e.g. a progress callback)."""
+    if not callable(value):
+        raise InvalidInputError(f"{name} must be callable, got {type(value).__name__}.")
+    return value

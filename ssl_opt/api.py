@@ -2,23 +2,13 @@
 
 from __future__ import annotations
 
-import weakref
-
 from ssl_opt import registry
-from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem
 from ssl_opt.selection.select import BACKENDS, Selection, select
-from ssl_opt.solution import FAILED, Solution
+from ssl_opt.solution import Solution
 
-__all__ = ["BACKENDS", "Selection", "list_solvers", "reference_for", "select", "solve"]
-
-#: ``certify`` computes a reference on its own up to this size, and when the reference's cost
-#: model predicts at most this many seconds (an SDP on a few hundred points takes minutes).
-CERTIFY_REFERENCE_MAX_N = 600
-CERTIFY_REFERENCE_MAX_SECONDS = 60.0
-
-_reference_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
+__all__ = ["BACKENDS", "Selection", "list_solvers", "select", "solve"]
 
 def list_solvers() -> list[dict]:
     """Every registered solver: name, backend, problem classes, options and description."""
@@ -50,27 +40,3 @@ def solve(problem: Problem, backend: str = "auto", solver: str | None = None,
     if selection is not None:
         solution.info["selection"] = str(selection)
     return solution
-
-
-def reference_for(problem: Problem) -> tuple[Solution | None, str]:
-    """The reference optimum of ``problem`` (cached per problem), or ``(None, reason)``."""
-    if problem in _reference_cache:
-        return _reference_cache[problem], ""
-    n = problem.structure.sizes.get("n", 0)
-    if n > CERTIFY_REFERENCE_MAX_N:
-        return None, f"n = {n} > {CERTIFY_REFERENCE_MAX_N} is too large for the reference"
-    try:
-        selection = select(problem, "reference")
-    except UnsupportedProblemError as exc:
-        return None, str(exc)
-    solver = registry.get_solver(selection.solver)
-    predicted = selection.predicted_time[solver.name]
-    if predicted > CERTIFY_REFERENCE_MAX_SECONDS:
-        return None, (f"the reference ({solver.name}) is predicted to take {predicted:.0f} s > "
-                      f"{CERTIFY_REFERENCE_MAX_SECONDS:.0f} s; pass reference= to certify "
-                      "against one you computed")
-    ref = solver.solve(problem)
-    if ref.status == FAILED:
-        return None, f"the reference solver failed: {ref.info.get('reason')}"
-    _reference_cache[problem] = ref
-    return ref, ""

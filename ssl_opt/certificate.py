@@ -7,23 +7,35 @@ Pass rule (CVXPY / qpsolvers / SCS practice)::
 
 (or f below p*: then the reference was the less accurate one, which the report says), and
 every residual below its tolerance; NaN or inf fails. Tolerances depend on the solver
-family: ``direct`` (Newton, direct solves), ``iterative`` (PCG, ADMM, ...), ``reference``.
+family: ``direct`` (Newton, direct solves), ``iterative`` (PCG, ADMM, ...), ``reference``;
+each residual is judged by the tolerance class its problem declares for it
+(``Problem.residual_tolerances``). The reference optimum a certificate compares with is
+computed once per problem and cached here (:func:`reference_for`).
 """
 
 from __future__ import annotations
 
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from ssl_opt.solution import OPTIMAL, Solution
+from ssl_opt import registry
+from ssl_opt.exceptions import UnsupportedProblemError
+from ssl_opt.problems.base import NonConvexProblem
+from ssl_opt.selection.select import select
+from ssl_opt.solution import FAILED, OPTIMAL, Solution
 
-#: Default tolerances per solver family. ``agreement`` bounds the relative sup-norm difference
-#: of the predictions (only checked when the problem says they are unique).
+#: Default tolerances per solver family. ``stationarity`` and ``feasibility`` are the two
+#: classes a problem's residuals are declared in; ``agreement`` bounds the relative sup-norm
+#: difference of the predictions (only checked when the problem says they are unique).
 TOLERANCES: dict[str, dict[str, float]] = {
-    "direct": {"eps_abs": 1e-8, "eps_rel": 1e-7, "stationarity": 1e-7, "agreement": 1e-4},
-    "iterative": {"eps_abs": 1e-7, "eps_rel": 1e-6, "stationarity": 1e-6, "agreement": 1e-3},
-    "reference": {"eps_abs": 1e-7, "eps_rel": 1e-6, "stationarity": 1e-5, "agreement": 1e-3},
+    "direct": {"eps_abs": 1e-8, "eps_rel": 1e-7, "stationarity": 1e-7, "feasibility": 1e-7,
+               "agreement": 1e-4},
+    "iterative": {"eps_abs": 1e-7, "eps_rel": 1e-6, "stationarity": 1e-6, "feasibility": 1e-6,
+                  "agreement": 1e-3},
+    "reference": {"eps_abs": 1e-7, "eps_rel": 1e-6, "stationarity": 1e-5, "feasibility": 1e-5,
+                  "agreement": 1e-3},
 }
 #: Relative uncertainty assumed for a reference optimum when its solver reports no gap.
 REFERENCE_GAP_REL = 1e-8
@@ -85,8 +97,6 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
     ``tolerances`` override the family defaults (``eps_abs``, ``eps_rel``,
     ``stationarity``, ``agreement``, and any residual name of ``problem.kkt``).
     """
-    from ssl_opt.api import reference_for
-
     family = _tolerance_family(solution)
     tol = dict(TOLERANCES[family])
     tol.update(tolerances)
@@ -106,13 +116,13 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
     # The raw point goes to kkt: a solution may carry context beyond the variables (DA's T).
     residuals = problem.kkt(x) if finite else {}
     for name, value in residuals.items():
-        limit = tol.get(name, tol["stationarity"])
+        limit = tol.get(name, tol[problem.residual_tolerances[name]])
         checks.append(Check(name, value, limit, bool(np.isfinite(value) and value <= limit)))
     if finite and not residuals:
         notes.append("no KKT residual is available for this problem; certified on the gap only")
 
     convex = problem.structure.convex
-    if not convex and finite and hasattr(problem, "inner_problem"):
+    if finite and isinstance(problem, NonConvexProblem):
         _check_inner_problem(problem, x, values, tol, checks, notes)
 
     ref = None
@@ -179,8 +189,6 @@ def _gap_check(name, objective, ref, tol) -> tuple[Check, float]:
 def _check_inner_problem(problem, x, values, tol, checks, notes) -> None:
     """Non-convex problems: the convex inner problem (discrete / block variables fixed at
     ``x``) must be solved to optimality — checked against its own reference optimum."""
-    from ssl_opt.api import reference_for
-
     inner = problem.inner_problem(x)
     point = {k: values[k] for k in inner.variables}
     ref, why = reference_for(inner)
@@ -195,3 +203,35 @@ def _tolerance_family(solution) -> str:
     if isinstance(solution, Solution):
         return solution.info.get("tolerance_family", "iterative")
     return "iterative"
+
+
+#: ``certify`` computes a reference on its own up to this size, and when the reference's cost
+#: model predicts at most this many seconds (an SDP on a few hundred points takes minutes).
+CERTIFY_REFERENCE_MAX_N = 600
+CERTIFY_REFERENCE_MAX_SECONDS = 60.0
+
+_reference_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def reference_for(problem) -> tuple[Solution | None, str]:
+    """The reference optimum of ``problem`` (cached per problem), or ``(None, reason)``."""
+    if problem in _reference_cache:
+        return _reference_cache[problem], ""
+    n = problem.structure.sizes.get("n", 0)
+    if n > CERTIFY_REFERENCE_MAX_N:
+        return None, f"n = {n} > {CERTIFY_REFERENCE_MAX_N} is too large for the reference"
+    try:
+        selection = select(problem, "reference")
+    except UnsupportedProblemError as exc:
+        return None, str(exc)
+    solver = registry.get_solver(selection.solver)
+    predicted = selection.predicted_time[solver.name]
+    if predicted > CERTIFY_REFERENCE_MAX_SECONDS:
+        return None, (f"the reference ({solver.name}) is predicted to take {predicted:.0f} s > "
+                      f"{CERTIFY_REFERENCE_MAX_SECONDS:.0f} s; pass reference= to certify "
+                      "against one you computed")
+    ref = solver.solve(problem)
+    if ref.status == FAILED:
+        return None, f"the reference solver failed: {ref.info.get('reason')}"
+    _reference_cache[problem] = ref
+    return ref, ""

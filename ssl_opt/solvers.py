@@ -1,14 +1,24 @@
 """The Solver base class every backend plugin implements.
 
-A solver declares what it can solve (problem classes, and :meth:`Solver.missing` for finer
-capabilities, e.g. "the loss must be smooth"), the options it takes with their defaults, its
-tolerance family for certification (``"direct"``, ``"iterative"`` or ``"reference"``), and a
-cost model used by ``backend="auto"``. :meth:`Solver.solve` checks all of that before running.
+A solver declares, as data, what it can solve and what it needs:
+
+* ``problem_types`` — the problem classes it accepts;
+* ``requires`` — capabilities it needs from the problem's components, e.g.
+  ``{"loss": ("derivative", "second_derivative")}``; a component lists what it offers in its
+  ``capabilities`` (the way skglm's solvers list the datafit and penalty methods they need);
+* ``options`` — each :class:`Option` with its default, doc and check;
+* ``tolerance_family`` for certification (``"direct"``, ``"iterative"`` or ``"reference"``),
+  and a cost model used by ``backend="auto"``.
+
+:meth:`Solver.missing` turns the declaration into readable reasons (a solver adds reasons
+that are not capabilities, e.g. a size limit, by extending it); :meth:`Solver.solve` checks
+the problem and validates every option once, for every solver, before running.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -18,8 +28,34 @@ from ssl_opt.solution import FAILED, Solution
 
 @dataclass(frozen=True)
 class Option:
+    """A solver (or certificate) option: default, documentation and the check a value must
+    pass, ``check(value, name) -> value`` (see the checks in :mod:`ssl_opt._validation`); a
+    check raises :class:`~ssl_opt.exceptions.InvalidInputError` naming the option."""
+
     default: Any
     doc: str
+    check: Callable[[Any, str], Any] | None = None
+
+    def validate(self, value: Any, name: str) -> Any:
+        return value if self.check is None else self.check(value, name)
+
+
+def validate_options(declared: Mapping[str, Option], given: Mapping[str, Any],
+                     owner: str) -> dict[str, Any]:
+    """Defaults updated with ``given``, each value checked; unknown names are an error."""
+    unknown = sorted(set(given) - set(declared))
+    if unknown:
+        raise InvalidInputError(
+            f"unknown option(s) {unknown} for {owner}; it accepts {sorted(declared)}."
+        )
+    values = {k: o.default for k, o in declared.items()}
+    values.update(given)
+    return {k: declared[k].validate(v, k) for k, v in values.items()}
+
+
+def capabilities_of(component) -> frozenset[str]:
+    """What a problem component (a loss, a regularizer, ...) declares it offers."""
+    return frozenset(getattr(component, "capabilities", ()))
 
 
 class Solver:
@@ -29,6 +65,10 @@ class Solver:
     backend: ClassVar[str] = "fast"  # "fast" or "reference"
     tolerance_family: ClassVar[str] = "iterative"  # "direct", "iterative" or "reference"
     problem_types: ClassVar[tuple[type, ...]] = ()
+    #: Capabilities needed from the problem's components: ``{attribute: (capability, ...)}``.
+    requires: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: Among solvers predicted equally fast, the lower rank is chosen (``backend="auto"``).
+    preference: ClassVar[int] = 1
     description: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
     #: Known growth per ``family/variant`` key (or bare family): ``(exponent, why)``, the
@@ -40,11 +80,20 @@ class Solver:
     size_keys: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def missing(self, problem) -> list[str]:
-        """Reasons this solver cannot solve ``problem`` (empty when it can)."""
+        """Reasons this solver cannot solve ``problem`` (empty when it can), read from
+        ``problem_types`` and ``requires``."""
         if not isinstance(problem, self.problem_types):
             kinds = ", ".join(t.__name__ for t in self.problem_types)
             return [f"problem type {type(problem).__name__} (supports {kinds})"]
-        return []
+        reasons = []
+        for attribute, needed in self.requires.items():
+            component = getattr(problem, attribute, None)
+            lacking = [c for c in needed if c not in capabilities_of(component)]
+            if lacking:
+                reasons.append(f"a {attribute} with {', '.join(lacking)} (this problem's "
+                               f"{attribute} {component!r} does not offer "
+                               f"{'it' if len(lacking) == 1 else 'them'})")
+        return reasons
 
     def supports(self, problem) -> bool:
         return not self.missing(problem)
@@ -82,14 +131,7 @@ class Solver:
                 + "; ".join(missing)
                 + ". See ssl_opt.list_solvers() for solvers that can."
             )
-        unknown = sorted(set(options) - set(self.options))
-        if unknown:
-            raise InvalidInputError(
-                f"unknown option(s) {unknown} for solver {self.name!r}; "
-                f"it accepts {sorted(self.options)}."
-            )
-        opts = {k: o.default for k, o in self.options.items()}
-        opts.update(options)
+        opts = validate_options(self.options, options, f"solver {self.name!r}")
         start = time.perf_counter()
         solution = self._solve(problem, **opts)
         solution.time = time.perf_counter() - start
@@ -113,6 +155,7 @@ class Solver:
             "problems": [t.__name__ for t in self.problem_types],
             "description": self.description,
             "options": {k: o.default for k, o in self.options.items()},
+            "requires": {k: list(v) for k, v in self.requires.items()},
         }
 
     def __repr__(self) -> str:

@@ -3,7 +3,17 @@
 A Problem is an immutable declaration: data, hyper-parameters, named variables with shapes,
 objective components and a :class:`Structure` record. It evaluates its own objective and KKT
 residuals at any candidate point with numpy/scipy only, so certificates never depend on a
-solver's own report.
+solver's own report. The contract every family follows:
+
+* ``objective(x)``, ``prediction(x)`` and ``kkt(x, **options)`` take ``x`` as a dict of the
+  :attr:`~Problem.variables` or a :class:`~ssl_opt.solution.Solution`;
+* ``gradient(x)`` (smooth problems only) returns a dict with one array per variable, shaped as
+  the variable;
+* ``kkt`` options are declared in :attr:`~Problem.kkt_options` and checked before the family's
+  ``_kkt`` runs; every residual name it returns is declared in
+  :attr:`~Problem.residual_tolerances` with the tolerance that judges it;
+* a non-convex problem derives from :class:`NonConvexProblem` and names its convex
+  ``inner_problem`` (the problem left when its discrete or block variables are fixed).
 """
 
 from __future__ import annotations
@@ -11,11 +21,15 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.solvers import Option, validate_options
+
+#: The tolerance classes a residual can be judged by (keys of the certificate's tolerances).
+RESIDUAL_KINDS = ("stationarity", "feasibility")
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,11 @@ class Problem(ABC):
 
     #: Family name shared by all variants of one method (e.g. ``"manifold"``).
     family: str = "abstract"
+    #: Options of :meth:`kkt`, each with its default and check.
+    kkt_options: ClassVar[dict[str, Option]] = {}
+    #: Every residual name :meth:`kkt` may return, with the tolerance class that judges it
+    #: (one of :data:`RESIDUAL_KINDS`).
+    residual_tolerances: ClassVar[dict[str, str]] = {}
 
     def __setattr__(self, name: str, value: Any) -> None:
         if getattr(self, "_frozen", False):
@@ -69,9 +88,27 @@ class Problem(ABC):
     def objective(self, x) -> float:
         """Objective value at a candidate point (dict of variables or a Solution)."""
 
+    def kkt(self, x, **options) -> dict[str, float]:
+        """Named optimality residuals at ``x``, each scaled so that 0 means optimal; the
+        ``options`` are those of :attr:`kkt_options`."""
+        opts = validate_options(self.kkt_options, options, f"{type(self).__name__}.kkt")
+        residuals = self._kkt(x, **opts)
+        undeclared = sorted(set(residuals) - set(self.residual_tolerances))
+        if undeclared:
+            raise InvalidInputError(
+                f"{type(self).__name__}.kkt returned residual(s) {undeclared} that its "
+                "residual_tolerances do not declare; declare each with the tolerance that "
+                f"judges it (one of {RESIDUAL_KINDS})."
+            )
+        return residuals
+
     @abstractmethod
-    def kkt(self, x, **tolerances) -> dict[str, float]:
-        """Named optimality residuals at ``x``, each scaled so that 0 means optimal."""
+    def _kkt(self, x, **options) -> dict[str, float]:
+        """The family's residuals (``options`` already checked)."""
+
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """The objective's gradient, one array per variable (smooth problems only)."""
+        raise NotImplementedError(f"{type(self).__name__} is not smooth: it has no gradient.")
 
     @abstractmethod
     def prediction(self, x) -> np.ndarray:
@@ -104,3 +141,13 @@ class Problem(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.structure.describe()}>"
+
+
+class NonConvexProblem(Problem):
+    """A problem that is convex once some of its variables are fixed (TSVM's labels, DA's
+    probabilities). Its certificate checks :meth:`inner_problem` against a reference optimum
+    and the problem's own block-optimality residuals."""
+
+    @abstractmethod
+    def inner_problem(self, x) -> Problem:
+        """The convex problem left when the non-convex block of ``x`` is fixed."""

@@ -149,7 +149,7 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
 
     def ranked(kind):
         return sorted((n for n in ok if ok[n].backend == kind and n in fits),
-                      key=lambda n: (_finite(predictions[n].seconds), n != "cvxpy", n))
+                      key=lambda n: (_finite(predictions[n].seconds), ok[n].preference, n))
 
     refs, fast = ranked("reference"), ranked("fast")
     inexact = {n: ok[n].inexact(problem) for n in fast}

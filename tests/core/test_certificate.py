@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import ssl_opt
-from ssl_opt import api
+from ssl_opt import certificate
 from ssl_opt.components import MarginLoss
 from ssl_opt.problems import LapSVM
 from ssl_opt.solution import Solution
@@ -65,7 +65,7 @@ def test_hinge_certificate_uses_subdifferential(problem_factory):
 
 
 def test_large_instance_certified_on_residuals_alone(moons, monkeypatch):
-    monkeypatch.setattr(api, "CERTIFY_REFERENCE_MAX_N", 10)
+    monkeypatch.setattr(certificate, "CERTIFY_REFERENCE_MAX_N", 10)
     sol = ssl_opt.solve(moons, solver="newton")
     cert = ssl_opt.certify(moons, sol)
     assert cert.passed and cert.objective_gap is None

@@ -37,8 +37,8 @@ class DenseQuadratic(Solver):
         n = problem.n
 
         def grad(z):
-            g_alpha, g_b = problem.gradient({"alpha": z[:n], "b": np.array(z[n])})
-            return np.append(g_alpha, g_b)
+            g = problem.gradient({"alpha": z[:n], "b": np.array(z[n])})
+            return np.append(g["alpha"], g["b"])
 
         g0 = grad(np.zeros(n + 1))
         H = np.column_stack([grad(e) - g0 for e in np.eye(n + 1)])

@@ -161,14 +161,14 @@ def test_objective_gradient_and_laplacian_against_numpy():
     rng = np.random.default_rng(3)
     Z = rng.dirichlet(np.ones(3), size=150)
     assert _rel(problem.objective({"Z": Z}), _np_objective(W, G, lam, Z)) < 1e-12
-    np.testing.assert_allclose(problem.gradient(Z),
+    np.testing.assert_allclose(problem.gradient({"Z": Z})["Z"],
                                2 * lam * _np_laplacian(W) @ Z - G, atol=1e-12)
     np.testing.assert_allclose(problem.L.toarray(), _np_laplacian(W), atol=0)
     # Finite differences of the objective along a random direction.
     E = rng.standard_normal(Z.shape)
     h = 1e-6
     fd = (problem.objective({"Z": Z + h * E}) - problem.objective({"Z": Z - h * E})) / (2 * h)
-    assert abs(fd - np.sum(problem.gradient(Z) * E)) < 1e-6 * max(1.0, abs(fd))
+    assert abs(fd - np.sum(problem.gradient({"Z": Z})["Z"] * E)) < 1e-6 * max(1.0, abs(fd))
 
 
 # --------------------------------------------------- 1. ADMM vs the reference, OSQP, random

@@ -202,7 +202,7 @@ def test_linear_svm_objective_gradient_against_numpy(sparse, bias):
         slack = np.maximum(0.0, 1.0 - y * (A @ w))
         grad = lam * w - A.T @ (cost * y * slack)
         assert _rel(problem.objective({"w": w}), _np_svm_objective(A, y, cost, lam, w)) < 1e-13
-        np.testing.assert_allclose(problem.gradient({"w": w}), grad, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(problem.gradient({"w": w})["w"], grad, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(problem.outputs(w), A @ w, rtol=1e-13, atol=1e-13)
         scale = max(1.0, np.linalg.norm(A.T @ (cost * y)))
         assert _rel(problem.kkt({"w": w})["stationarity"], np.linalg.norm(grad) / scale) < 1e-12
@@ -211,7 +211,7 @@ def test_linear_svm_objective_gradient_against_numpy(sparse, bias):
             return problem.objective({"w": v})
 
         def g(v):
-            return problem.gradient({"w": v})
+            return problem.gradient({"w": v})["w"]
 
         err = check_grad(f, g, w)
         assert err < 1e-5 * max(1.0, np.linalg.norm(grad)), err

@@ -42,10 +42,9 @@ from ssl_opt.builders.laplacian import incidence_matrix, validated_adjacency
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
 from ssl_opt.problems.ere.sum_of_norms import (
-    CERTIFICATE_ITERS,
-    KINK_TOL,
+    CERTIFICATE_OPTIONS,
+    CERTIFICATE_RESIDUALS,
     SumOfNorms,
-    check_certificate_options,
     check_delta,
     multiplier_block,
     smoothed_stationarity,
@@ -365,8 +364,12 @@ class ERE(_LabelEmbedding):
         return (self.edge_differences(v["F"]),
                 self.point_residuals(v["F"], v["W"], v["b"]))
 
-    def kkt(self, x, kink_tol: float = KINK_TOL, multipliers: str = "auto",
-            target: float = 0.0, iterations: int = CERTIFICATE_ITERS) -> dict[str, float]:
+    kkt_options = CERTIFICATE_OPTIONS
+    residual_tolerances = {"labels_fixed": "feasibility", "stationarity": "stationarity",
+                           **CERTIFICATE_RESIDUALS}
+
+    def _kkt(self, x, kink_tol: float, multipliers: str, target: float,
+             iterations: int) -> dict[str, float]:
         """Relative optimality residuals (0 at an optimum; module docstrings):
 
         * ``labels_fixed`` ``max|F_l − Y|``;
@@ -378,7 +381,6 @@ class ERE(_LabelEmbedding):
         * squared: ``stationarity`` ``|∇_j| / max(1, Σ|terms_j|)`` of [004 eq. 8] in
           ``(F_u, W, b)``.
         """
-        check_certificate_options(kink_tol, multipliers, target, iterations)
         v = self.unpack(x)
         if not all(np.all(np.isfinite(a)) for a in v.values()):
             return {"labels_fixed": float("inf")}
@@ -495,7 +497,9 @@ class LRL(_LabelEmbedding):
         return (float(self.edge_w @ np.einsum("ij,ij->i", DXW, DXW))
                 + self.alpha * float(np.sum(Rl * Rl)) + self.beta * float(np.sum(W * W)))
 
-    def kkt(self, x) -> dict[str, float]:
+    residual_tolerances = {"stationarity": "stationarity"}
+
+    def _kkt(self, x) -> dict[str, float]:
         """``stationarity``: ``|∇_j| / max(1, Σ|terms_j|)`` of [004 eq. 5] in (W, b)."""
         v = self.unpack(x)
         if not all(np.all(np.isfinite(a)) for a in v.values()):

@@ -45,14 +45,15 @@ import scipy.sparse as sp
 
 from ssl_opt._validation import (
     as_float_matrix,
-    check_choice,
-    check_int,
     check_nonnegative,
     check_square,
     check_symmetric,
+    choice,
+    integer,
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.solvers import Option
 
 #: Default τ of the certificate, relative to the scale σ of the group values: a group with
 #: ``‖g_i‖ ≤ KINK_TOL·σ`` is treated as sitting at the kink of its norm.
@@ -179,12 +180,20 @@ def check_delta(values, name: str = "delta") -> float | None:
 # ---------------------------------------------------------------------------- the problem
 
 
-def check_certificate_options(kink_tol, multipliers, target, iterations) -> None:
-    """Validate the options of the sum-of-norms certificates (``kkt`` of SumOfNorms and ERE)."""
-    check_nonnegative(kink_tol, "kink_tol")
-    check_choice(multipliers, "multipliers", ("auto", "recover"))
-    check_nonnegative(target, "target")
-    check_int(iterations, "iterations", 1)
+#: The options of the sum-of-norms certificates (``kkt`` of SumOfNorms and robust ERE).
+CERTIFICATE_OPTIONS = {
+    "kink_tol": Option(KINK_TOL, "τ relative to the group values' scale: a group with "
+                       "‖g_i‖ ≤ τ sits at its kink", check_nonnegative),
+    "multipliers": Option("auto", "'auto': warm-start from the solution's multipliers; "
+                          "'recover': from the point alone", choice("auto", "recover")),
+    "target": Option(0.0, "stop minimizing over the free multipliers once below this",
+                     check_nonnegative),
+    "iterations": Option(CERTIFICATE_ITERS, "FISTA iterations over the free multipliers",
+                         integer(1)),
+}
+#: The residuals of the sum-of-norms certificates.
+CERTIFICATE_RESIDUALS = {"subgradient": "stationarity", "kink_slack": "stationarity",
+                         "smoothed_stationarity": "stationarity"}
 
 
 def multiplier_block(value, rows: int, cols: int, name: str) -> np.ndarray:
@@ -217,6 +226,8 @@ class SumOfNorms(Problem):
     """
 
     family = "sum_of_norms"
+    kkt_options = CERTIFICATE_OPTIONS
+    residual_tolerances = CERTIFICATE_RESIDUALS
 
     def __init__(self, Q, c, G, h, group_size, weights=None):
         Qm = as_float_matrix(Q, "Q")
@@ -317,12 +328,11 @@ class SumOfNorms(Problem):
         hmax = float(np.abs(self.h).max(initial=0.0))
         return hmax if hmax > 0 else 1.0
 
-    def kkt(self, x, kink_tol: float = KINK_TOL, multipliers: str = "auto",
-            target: float = 0.0, iterations: int = CERTIFICATE_ITERS) -> dict[str, float]:
+    def _kkt(self, x, kink_tol: float, multipliers: str, target: float,
+             iterations: int) -> dict[str, float]:
         """``subgradient``, ``kink_slack`` and (with ``x["delta"]``) ``smoothed_stationarity``
         (module docstring); τ = ``kink_tol`` · max(σ, max_i ‖g_i(x)‖). ``target``: stop
         minimizing over the free multipliers once the residual is below it."""
-        check_certificate_options(kink_tol, multipliers, target, iterations)
         xv = self.unpack(x)["x"]
         if not np.all(np.isfinite(xv)):
             return {"subgradient": float("inf")}

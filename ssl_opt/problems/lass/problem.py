@@ -24,11 +24,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from ssl_opt._validation import as_float_matrix, check_positive, check_square
+from ssl_opt._validation import as_float_matrix, check_positive, check_square, choice
 from ssl_opt.builders.laplacian import laplacian
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.solvers import Option
 
 
 def lp_assignment(G: np.ndarray) -> np.ndarray:
@@ -55,6 +56,12 @@ class LASS(Problem):
     """
 
     family = "lass"
+    kkt_options = {"multipliers": Option(
+        "auto", "'auto': the solution's nu and Psi when it has them; 'recover': from Z alone",
+        choice("auto", "recover"))}
+    residual_tolerances = {"stationarity": "stationarity", "row_sums": "feasibility",
+                           "nonnegativity": "feasibility", "dual_feasibility": "stationarity",
+                           "complementarity": "stationarity"}
 
     def __init__(self, W, G, lam):
         L = laplacian(W)  # validates W: square, symmetric, non-negative, zero diagonal
@@ -95,8 +102,11 @@ class LASS(Problem):
         Z = self.unpack(x)["Z"]
         return float(self.lam * np.sum(Z * (self.L @ Z)) - np.sum(self.G * Z))
 
-    def gradient(self, Z: np.ndarray) -> np.ndarray:
-        """``2λLZ − G``."""
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """``{"Z": 2λLZ − G}``."""
+        return {"Z": self._gradient(self.unpack(x)["Z"])}
+
+    def _gradient(self, Z: np.ndarray) -> np.ndarray:
         return 2.0 * self.lam * (self.L @ Z) - self.G
 
     def prediction(self, x) -> np.ndarray:
@@ -104,7 +114,7 @@ class LASS(Problem):
 
     def multipliers(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """``(ν, Ψ)`` recovered from ``Z`` alone [002 §2.4] (closed form, see module doc)."""
-        R = self.gradient(Z)
+        R = self._gradient(Z)
         z2 = Z * Z
         w = z2 / (1.0 + z2)
         wsum = w.sum(axis=1)
@@ -113,7 +123,7 @@ class LASS(Problem):
         Psi = (R - nu[:, None]) / (1.0 + z2)
         return nu, Psi
 
-    def kkt(self, x, multipliers: str = "auto") -> dict[str, float]:
+    def _kkt(self, x, multipliers: str) -> dict[str, float]:
         """Relative KKT residuals (max-norms) [002 eq. 4]:
 
         ``stationarity`` ``‖2λLZ − G − ν1ᵀ − Ψ‖/s``, ``row_sums`` ``‖Z1 − 1‖``,

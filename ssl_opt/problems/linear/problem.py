@@ -24,10 +24,17 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import expit, xlogy
 
-from ssl_opt._validation import check_binary_labels, check_bool, check_nonnegative, check_positive
+from ssl_opt._validation import (
+    check_binary_labels,
+    check_bool,
+    check_nonnegative,
+    check_positive,
+    optional,
+)
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.problems.base import NonConvexProblem, Problem, Structure
 from ssl_opt.problems.linear.design import LinearDesign
+from ssl_opt.solvers import Option
 
 
 def l2_loss(z: np.ndarray) -> np.ndarray:
@@ -60,6 +67,7 @@ class LinearSVM(Problem):
     """
 
     family = "linear"
+    residual_tolerances = {"stationarity": "stationarity"}
 
     def __init__(self, X, y, lam, cost=None, bias=True):
         bias = check_bool(bias, "bias")
@@ -106,28 +114,30 @@ class LinearSVM(Problem):
         m = self.y * self.outputs(w)
         return float(0.5 * self.lam * w @ w + 0.5 * self.cost @ l2_loss(m))
 
-    def gradient(self, x) -> np.ndarray:
-        """``λw + X̃_jᵀ C_j (X̃_j w − y_j)`` over the active set ``j = {i : y_i o_i < 1}``."""
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """``{"w": λw + X̃_jᵀ C_j (X̃_j w − y_j)}`` over the active set
+        ``j = {i : y_i o_i < 1}``."""
         w = self.unpack(x)["w"]
         slack = np.maximum(0.0, 1.0 - self.y * self.outputs(w))
-        return self.lam * w - self.design.rmatvec(self.cost * self.y * slack)
+        return {"w": self.lam * w - self.design.rmatvec(self.cost * self.y * slack)}
 
     @cached_property
     def gradient_scale(self) -> float:
         """``max(1, ‖∇J(0)‖)``: the stationarity residual is relative to this."""
         return float(max(1.0, np.linalg.norm(self.design.rmatvec(self.cost * self.y))))
 
-    def kkt(self, x) -> dict[str, float]:
+    def _kkt(self, x) -> dict[str, float]:
         w = self.unpack(x)["w"]
         if not np.all(np.isfinite(w)):
             return {"stationarity": float("inf")}
-        return {"stationarity": float(np.linalg.norm(self.gradient(x))) / self.gradient_scale}
+        return {"stationarity": float(np.linalg.norm(self.gradient(x)["w"]))
+                / self.gradient_scale}
 
     def prediction(self, x) -> np.ndarray:
         return self.outputs(self.unpack(x)["w"])
 
 
-class _Transductive(Problem):
+class _Transductive(NonConvexProblem):
     """Shared data of TSVM and DA: the first ``l = len(y)`` rows labeled, ``u = n − l`` not."""
 
     family = "linear"
@@ -216,6 +226,9 @@ class TSVM(_Transductive):
     Variables: ``w`` (d+1 with bias) and ``y_u`` (u,) in {±1}.
     """
 
+    residual_tolerances = {"stationarity": "stationarity", "switch_gain": "stationarity",
+                           "balance": "feasibility", "integrality": "feasibility"}
+
     @property
     def variables(self) -> dict[str, tuple[int, ...]]:
         return {"w": (self.design.dim,), "y_u": (self.u,)}
@@ -238,7 +251,7 @@ class TSVM(_Transductive):
         cost = np.concatenate([np.full(self.l, 1.0 / self.l), np.full(self.u, self.lam_u / self.u)])
         return LinearSVM(self.design, np.concatenate([self.y, y_u]), self.lam, cost, self.bias)
 
-    def kkt(self, x) -> dict[str, float]:
+    def _kkt(self, x) -> dict[str, float]:
         """``stationarity`` of ``w`` for the labels; ``switch_gain``: the objective decrease of the
         best label-pair switch at fixed ``w`` relative to ``max(1, J)`` (0: no improving pair);
         ``balance``: ``|#positives − round(r·u)| / u``; ``integrality``: ``max ||ŷ| − 1|``."""
@@ -274,6 +287,11 @@ class DAS3VM(_Transductive):
     term at a temperature ``T``. A solution from the ``da`` solver records the temperature of
     its last stage as ``x["T"]``; :meth:`kkt` checks the closed form of ``p`` at that ``T``.
     """
+
+    kkt_options = {"T": Option(None, "temperature of the closed form of p (default: the "
+                                      "solution's x['T'])", optional(check_nonnegative))}
+    residual_tolerances = {"stationarity": "stationarity", "p_optimality": "stationarity",
+                           "balance": "feasibility", "p_bounds": "feasibility"}
 
     @property
     def variables(self) -> dict[str, tuple[int, ...]]:
@@ -336,7 +354,7 @@ class DAS3VM(_Transductive):
             return float(np.asarray(values["T"]))
         return None
 
-    def kkt(self, x, T: float | None = None) -> dict[str, float]:
+    def _kkt(self, x, T: float | None) -> dict[str, float]:
         """``stationarity`` of ``w`` for fixed ``p``; ``p_optimality``: ``max|p − p*(w)|`` with the
         closed form at temperature ``T`` (from ``x["T"]`` unless given), or at ``T = 0`` the
         relative gap of the linear program ``min_p Σ p_j g_j`` over the balanced box;

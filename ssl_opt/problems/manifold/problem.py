@@ -26,6 +26,7 @@ from ssl_opt._validation import (
     as_float_matrix,
     check_binary_labels,
     check_bool,
+    check_nonnegative,
     check_positive,
     check_square,
     check_symmetric,
@@ -33,6 +34,7 @@ from ssl_opt._validation import (
 from ssl_opt.components import MarginLoss, Square, get_margin_loss
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.solvers import Option
 
 #: Density above which a sparse Laplacian is stored dense (measured crossover of matvec cost).
 DENSE_L_FILL = 0.25
@@ -60,6 +62,10 @@ class LapSVM(Problem):
     """
 
     family = "manifold"
+    kkt_options = {"kink_tol": Option(
+        1e-6, "margins within this distance of a kink may take any subgradient there",
+        check_nonnegative)}
+    residual_tolerances = {"stationarity": "stationarity"}
 
     def __init__(self, K, L, y, gamma_A, gamma_I, loss="squared_hinge", bias=True):
         K = _as_kernel(K)
@@ -171,13 +177,13 @@ class LapSVM(Problem):
         r += self.gamma_A * alpha
         return r, g_b
 
-    def gradient(self, x) -> tuple[np.ndarray, float]:
-        """``(∇_α J, ∇_b J)`` for a smooth loss [000 eq. 9, with the ½ scaling]."""
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """``{"alpha": ∇_α J, "b": ∇_b J}`` for a smooth loss [000 eq. 9, with the ½ scaling]."""
         v = self.unpack(x)
         alpha, b = v["alpha"], float(v["b"])
         f = self.decision_values(alpha, b)
         pg, g_b = self.preconditioned_gradient(alpha, f, self.L_dot(f))
-        return self.K_dot(pg), g_b
+        return {"alpha": self.K_dot(pg), "b": np.array(g_b)}
 
     @cached_property
     def gradient_scale(self) -> float:
@@ -189,7 +195,7 @@ class LapSVM(Problem):
         g_b = np.sum(r) if self.bias else 0.0
         return float(max(1.0, np.sqrt(g @ g + g_b**2)))
 
-    def kkt(self, x, kink_tol: float = 1e-6) -> dict[str, float]:
+    def _kkt(self, x, kink_tol: float) -> dict[str, float]:
         """Stationarity residual ``dist(0, ∂J(x)) / max(1, ‖∇J(0)‖)``.
 
         For smooth φ this is the relative gradient norm. For the hinge, points with

@@ -37,11 +37,13 @@ from ssl_opt._validation import (
     check_positive,
     check_square,
     check_symmetric,
+    choice,
 )
 from ssl_opt.builders.laplacian import laplacian, validated_adjacency
 from ssl_opt.components.margin_losses import Hinge, MarginLoss, Square, SquaredHinge
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.solvers import Option
 
 #: The losses of [003 §3.2.2], by the names of the public API.
 PAIR_LOSSES: dict[str, type[MarginLoss]] = {
@@ -115,6 +117,13 @@ class NPKL(Problem):
     """
 
     family = "npkl"
+    kkt_options = {"multipliers": Option(
+        "auto", "'auto': the solution's pair multipliers y when it has them; 'recover': from "
+        "Z alone", choice("auto", "recover"))}
+    residual_tolerances = {"gradient_psd": "stationarity", "kernel_psd": "feasibility",
+                           "complementarity": "stationarity",
+                           "suboptimality_bound": "stationarity", "symmetry": "feasibility",
+                           "pair_multipliers": "stationarity"}
 
     def __init__(self, S, pairs, labels, C, loss: str = "square", delta=None):
         C = check_positive(C, "C")
@@ -258,7 +267,7 @@ class NPKL(Problem):
                              lsmr_tol="auto", max_iter=2000)
         return fit.x
 
-    def kkt(self, x, multipliers: str = "auto") -> dict[str, float]:
+    def _kkt(self, x, multipliers: str) -> dict[str, float]:
         """Relative optimality residuals (0 at an optimum; see the module docstring):
 
         * ``gradient_psd`` ``max(0, −λ_min(G)) / max(1, λ_max(G))``;
