@@ -18,22 +18,24 @@ import numpy as np
 import scipy.sparse as sp
 from ssl_opt.reference.cvxpy_solver import Formulation
 
+from ssl_opt.numerics.factor import psd_factor
 from ssl_opt.problems.manifold.problem import LapSVM
 
+#: Eigenvalues of K below this fraction of the largest are dropped from its factor.
+KERNEL_RTOL = 1e-13
 
-def kernel_factor(K: np.ndarray, rel_cut: float = 1e-13) -> tuple[np.ndarray, np.ndarray]:
-    """``K ≈ R Rᵀ`` with ``R = V √λ`` over eigenvalues ``λ > rel_cut·λ_max``, and ``V/√λ``.
+
+def kernel_factor(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``K ≈ R Rᵀ`` with ``R = V √λ`` over eigenvalues ``λ > KERNEL_RTOL·λ_max``, and ``V/√λ``.
 
     J depends on α only through ``Kα = R h`` and ``αᵀKα = ‖h‖²`` with ``h = Rᵀα``, so the
     program over ``h`` is the same problem, well conditioned even when K is nearly singular
-    (an RBF Gram matrix). Dropped directions change f by at most ``rel_cut·‖K‖``.
+    (an RBF Gram matrix). Dropped directions change f by at most ``KERNEL_RTOL·‖K‖``.
     """
-    lam, V = np.linalg.eigh(K)
-    keep = lam > rel_cut * max(lam[-1], 0.0)
-    if not np.any(keep):
+    R, lam = psd_factor(K, KERNEL_RTOL)
+    if not lam.size:
         raise ValueError("K has no positive eigenvalue: the RKHS term is identically zero.")
-    root = np.sqrt(lam[keep])
-    return V[:, keep] * root, V[:, keep] / root
+    return R, R / lam
 
 
 def build_primal(problem: LapSVM):

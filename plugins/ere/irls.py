@@ -84,7 +84,8 @@ from ssl_opt._validation import check_bool, check_choice, check_int, check_posit
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import AndersonMemory
-from ssl_opt.numerics.factor import SPDFactor, block_jacobi_cg, predicted_fill
+from ssl_opt.numerics.block_cg import block_jacobi_cg
+from ssl_opt.numerics.factor import SPDFactor, predicted_fill
 from ssl_opt.problems.ere.problem import ERE, LRL
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution

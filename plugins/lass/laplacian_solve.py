@@ -16,7 +16,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.numerics.factor import SPDFactor, block_jacobi_cg
+from ssl_opt.numerics.block_cg import block_jacobi_cg
+from ssl_opt.numerics.factor import SPDFactor
 
 
 class FactorSolve:

@@ -71,7 +71,7 @@ def predicted_fill(A, probe_sizes: tuple[int, int]) -> float:
     it: factor two breadth-first balls of its graph (``probe_sizes`` points, grown from the
     row with the largest diagonal), read the growth exponent ``e`` of ``fill(m) ∝ m^e`` off
     them (at least 1) and extrapolate to n. Fill depends on the graph's intrinsic dimension,
-    which the sizes alone do not show (measurements in ``plugins/admm.py``)."""
+    which the sizes alone do not show (measured in ``docs/lass.md``)."""
     A = sp.csr_matrix(A)
     n = A.shape[0]
     order = breadth_first_order(A, int(np.argmax(A.diagonal())), directed=False,
@@ -88,28 +88,15 @@ def predicted_fill(A, probe_sizes: tuple[int, int]) -> float:
     return float(fills[1] * (n / sizes[1]) ** exponent)
 
 
-def block_jacobi_cg(matvec, X: np.ndarray, R: np.ndarray, inv_diag: np.ndarray, done,
-                    max_iter: int) -> int:
-    """Jacobi-preconditioned conjugate gradients on all columns of ``X`` at once (per-column
-    step sizes), updating ``X`` and its residual ``R = B − MX`` in place; ``matvec(P)`` is
-    ``MP`` for an SPD M. Stops after the first update with ``done(R)`` true, or after
-    ``max_iter`` iterations; returns the number of iterations."""
-    Zp = inv_diag[:, None] * R
-    P = Zp.copy()
-    rz = np.einsum("ij,ij->j", R, Zp)
-    it = 0
-    for it in range(1, max_iter + 1):  # noqa: B007
-        MP = matvec(P)
-        pMp = np.einsum("ij,ij->j", P, MP)
-        alpha = np.divide(rz, pMp, out=np.zeros_like(rz), where=pMp > 0)
-        X += alpha * P
-        R -= alpha * MP
-        if done(R):
-            break
-        Zp = inv_diag[:, None] * R
-        rz_new = np.einsum("ij,ij->j", R, Zp)
-        beta = np.divide(rz_new, rz, out=np.zeros_like(rz), where=rz > 0)
-        P *= beta
-        P += Zp
-        rz = rz_new
-    return it
+def psd_factor(K: np.ndarray, rtol: float) -> tuple[np.ndarray, np.ndarray]:
+    """``K ≈ ΦΦᵀ`` from the eigen-decomposition of the symmetric ``K``: ``Φ = V_S √λ_S``
+    over the eigenvalues ``S = {λ > rtol·λ_max}``, in decreasing order; returns ``(Φ, λ_S)``
+    (``Φ/λ_S`` is then ``V_S/√λ_S``, the factor of the pseudo-inverse). Negative eigenvalues
+    are dropped, so ``ΦΦᵀ`` is the projection of ``K`` onto the PSD cone up to the dropped
+    small positive ones; ``Φ`` has no column when ``K`` has no positive eigenvalue."""
+    w, V = la.eigh(0.5 * (K + K.T))
+    w, V = w[::-1], V[:, ::-1]
+    if not (w.size and w[0] > 0):
+        return np.zeros((K.shape[0], 0)), np.zeros(0)
+    keep = w > rtol * w[0]
+    return np.ascontiguousarray(V[:, keep] * np.sqrt(w[keep])), w[keep]

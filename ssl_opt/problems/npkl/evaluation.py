@@ -21,7 +21,6 @@ from __future__ import annotations
 import numbers
 
 import numpy as np
-from scipy.linalg import eigh
 
 from ssl_opt._validation import (
     as_float_matrix,
@@ -32,6 +31,7 @@ from ssl_opt._validation import (
     check_symmetric,
 )
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.numerics.factor import psd_factor
 
 __all__ = [
     "kernel_factor",
@@ -66,13 +66,7 @@ def kernel_factor(K, rtol: float = 1e-10) -> np.ndarray:
     rtol = check_nonnegative(rtol, "rtol")
     if n == 0:
         raise InvalidInputError("K is empty (0x0); at least one point is needed.")
-    w, V = eigh(0.5 * (K + K.T))
-    w, V = w[::-1], V[:, ::-1]
-    wmax = w[0]
-    if not wmax > 0:
-        return np.zeros((n, 0))
-    keep = w > rtol * wmax
-    return np.ascontiguousarray(V[:, keep] * np.sqrt(w[keep]))
+    return psd_factor(K, rtol)[0]
 
 
 def _check_seed_int(seed):
