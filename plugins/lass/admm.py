@@ -18,11 +18,10 @@ has the linear program's solution (uniform over its most similar categories). ρ
 ``2λ√(μ₂ μ_max)`` from the component's Laplacian spectrum (Ghadimi et al., cited in [002
 §3.7]); ``adaptive_rho`` balances the residuals (Boyd et al. §3.4.1), which refactorizes.
 
-Acceleration (defaults, measured on 10-NN graphs of 1,000 points, K = 10, tol 1e-7): the
-iteration is a fixed-point map on one N×K matrix (see :func:`_admm_component`), and Anderson
-acceleration with memory 10 plus residual balancing cut the iterations from 1,163 / 2,014 /
-> 4,000 (λ = 0.1 / 1 / 10, plain iteration at the default ρ) to 255 / 239 / 974
-(``python benchmarks/ablations.py``).
+Acceleration (defaults): the iteration is a fixed-point map on one N×K matrix (see
+:func:`_admm_component`), and Anderson acceleration with memory 10 plus residual balancing cut
+the iterations of the plain iteration at the default ρ several-fold on 10-NN graphs (measured
+in docs/lass.md, ``python benchmarks/ablations.py``).
 ``anderson=0, adaptive_rho=False`` is the paper's plain iteration.
 """
 
@@ -38,10 +37,11 @@ from scipy.sparse.linalg import eigsh, lobpcg
 from ssl_opt.plugins.lass.laplacian_solve import BlockCG, FactorSolve
 from threadpoolctl import threadpool_limits
 
+from ssl_opt._validation import check_bool, check_positive, choice, integer, optional
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.numerics.anderson import AndersonMemory
+from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.numerics.factor import predicted_fill
 from ssl_opt.problems.lass.problem import LASS, lp_assignment
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
@@ -50,10 +50,10 @@ from ssl_opt.solvers import Option, Solver
 #: ``linear_solver="auto"`` factorizes components up to this size, and larger ones when the
 #: predicted fill (:func:`choose_linear_solver`) stays below ``FACTOR_MAX_FILL`` entries.
 FACTOR_MAX_N = 5000
-FACTOR_MAX_FILL = 1e7  # 2-D, N = 100,000: 7.7M entries, factored in 0.8 s
+FACTOR_MAX_FILL = 1e7  # a 10-NN graph of 100,000 2-D points stays below (docs/lass.md)
 PROBE_SIZES = (2000, 4000)
-#: ... and below this multiple of nnz(2λL + ρI): above it block CG was faster (10-D, N = 10,000:
-#: predicted fill 35·nnz, factor 19 s against CG 6 s).
+#: ... and below this multiple of nnz(2λL + ρI): above it block CG was faster (10-D data,
+#: measured in docs/lass.md).
 FILL_PER_NNZ = 10.0
 #: CG stops at CG_FORCING × the current ADMM residual (times the scale of G).
 CG_FORCING = 0.3
@@ -66,11 +66,9 @@ def choose_linear_solver(L: sp.csr_matrix, lam: float, rho: float) -> str:
 
     Fill depends on the graph's intrinsic dimension, which sizes alone do not show. Factor two
     breadth-first balls of the graph (2,000 and 4,000 items), read the fill growth exponent
-    ``e`` off their ratio, and predict ``fill(N) = fill(4000)·(N/4000)^e``. On 10-NN graphs
-    (predictions from development runs; fills and times from ``benchmarks/ablations.py``):
-    two moons, N = 100,000: e = 1.15, predicted 8.1M, actual 7.7M (0.8 s); 10-D Gaussian,
-    N = 10,000: e = 2.5, predicted 37M, actual 37M (17 s). Factor when the prediction is
-    below ``FACTOR_MAX_FILL`` and ``FILL_PER_NNZ·nnz(A)``.
+    ``e`` off their ratio, and predict ``fill(N) = fill(4000)·(N/4000)^e`` (close to the
+    actual fill on the 10-NN graphs of docs/lass.md, 2-D and 10-D). Factor when the prediction
+    is below ``FACTOR_MAX_FILL`` and ``FILL_PER_NNZ·nnz(A)``.
     """
     n = L.shape[0]
     if n <= FACTOR_MAX_N:
@@ -99,6 +97,13 @@ def laplacian_extremes(L: sp.csr_matrix, seed: int = 0) -> tuple[float, float]:
     return float(vals[0]), mu_max
 
 
+def _relaxation(value, name: str):
+    """The over-relaxation option: a real number in (0, 2)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not 0 < value < 2:
+        raise InvalidInputError(f"{name} must be in (0, 2) (1: no relaxation), got {value!r}.")
+    return value
+
+
 class ADMM(Solver):
     name = "admm"
     complexity = {"lass": (1.0, "O(nnz(R)·K) per iteration with the cached sparse factor R")}
@@ -107,22 +112,28 @@ class ADMM(Solver):
     description = ("ADMM for LASS [002 eq. 17]: closed-form row-sum multiplier, one cached "
                    "factorization of 2λL + ρI (or warm-started block CG) for all K columns.")
     options = {
-        "rho": Option(None, "penalty ρ (default 2λ√(μ₂ μ_max) per component)"),
+        "rho": Option(None, "penalty ρ (default 2λ√(μ₂ μ_max) per component)",
+                      optional(check_positive)),
         "adaptive_rho": Option(True, "balance primal and dual residuals by rescaling ρ ×2 "
-                               "(every 10 iterations at most, 30 times; False: fixed ρ)"),
+                               "(every 10 iterations at most, 30 times; False: fixed ρ)",
+                               check_bool),
         "relax": Option(1.0, "over-relaxation α in (0, 2): Y and U use αZ + (1 − α)Y "
                         "(1: the paper's iteration; with Anderson acceleration on, 1.6 was "
-                        "1.7–2x slower in bench_lass.py)"),
-        "anderson": Option(10, "Anderson acceleration memory (0: off, the plain iteration)"),
+                        "slower in bench_lass.py)", _relaxation),
+        "anderson": Option(10, "Anderson acceleration memory (0: off, the plain iteration)",
+                           integer(0)),
         "tol": Option(1e-9, "stop when max|Z − Y| and ρ max|ΔY|/max(1, max|G|) are below "
-                      "this (stop='residuals'), or when max|ΔZ| is (stop='change')"),
-        "stop": Option("residuals", "'residuals' or 'change' (the paper's rule)"),
-        "max_iter": Option(20_000, "ADMM iterations per component"),
+                      "this (stop='residuals'), or when max|ΔZ| is (stop='change')",
+                      check_positive),
+        "stop": Option("residuals", "'residuals' or 'change' (the paper's rule)",
+                       choice("residuals", "change")),
+        "max_iter": Option(20_000, "ADMM iterations per component", integer(1)),
         "linear_solver": Option("auto", "'factor' (sparse LU, symmetric mode), 'cg' (block "
-                                "Jacobi-PCG) or 'auto' (factor when the predicted fill is small)"),
+                                "Jacobi-PCG) or 'auto' (factor when the predicted fill is small)",
+                                choice("auto", "factor", "cg")),
         "warm_start": Option(None, "a previous Solution or dict with 'Z' (and 'Psi' for U)"),
-        "project": Option(False, "project the returned rows of Z onto the simplex"),
-        "verbose": Option(False, "print progress every 100 iterations"),
+        "project": Option(False, "project the returned rows of Z onto the simplex", check_bool),
+        "verbose": Option(False, "print progress every 100 iterations", check_bool),
     }
 
     def predicted_time(self, problem) -> float:
@@ -131,12 +142,6 @@ class ADMM(Solver):
 
     def _solve(self, problem: LASS, rho, adaptive_rho, relax, anderson, tol, stop, max_iter,
                linear_solver, warm_start, project, verbose) -> Solution:
-        if stop not in ("residuals", "change"):
-            raise InvalidInputError(f"stop must be 'residuals' or 'change', got {stop!r}.")
-        if linear_solver not in ("auto", "factor", "cg"):
-            raise InvalidInputError(
-                f"linear_solver must be 'auto', 'factor' or 'cg', got {linear_solver!r}.")
-        _check_options(rho, relax, anderson, tol, max_iter)
         start = time.perf_counter()
         N, K = problem.N, problem.K
         Z0 = Psi0 = None
@@ -161,7 +166,7 @@ class ADMM(Solver):
             if kind == "auto":
                 kind = choose_linear_solver(L, problem.lam, rho_c)
             # One BLAS thread: the loop alternates sparse solves and small dense products,
-            # and idle pool threads spinning between them made it 2–5x slower (measured).
+            # and idle pool threads spinning between them made it slower (docs/lass.md).
             with threadpool_limits(1):
                 result = _admm_component(
                     L, G, problem.lam, rho_c, tol, stop, max_iter, kind, adaptive_rho, relax,
@@ -181,24 +186,6 @@ class ADMM(Solver):
                         info={"components": int(count), "isolated_items": int(single.sum()),
                               "rho": rhos[0] if len(rhos) == 1 else rhos,
                               "linear_solver": sorted(kinds)})
-
-
-def _check_options(rho, relax, anderson, tol, max_iter) -> None:
-    def real(v):
-        return isinstance(v, numbers.Real) and not isinstance(v, bool) and np.isfinite(v)
-
-    if rho is not None and not (real(rho) and rho > 0):
-        raise InvalidInputError(f"rho must be a finite number > 0 or None, got {rho!r}.")
-    if not (real(relax) and 0 < relax < 2):
-        raise InvalidInputError(f"relax must be in (0, 2) (1: no relaxation), got {relax!r}.")
-    if not (isinstance(anderson, numbers.Integral) and not isinstance(anderson, bool)
-            and anderson >= 0):
-        raise InvalidInputError(f"anderson must be an integer >= 0 (0: off), got {anderson!r}.")
-    if not (real(tol) and tol > 0):
-        raise InvalidInputError(f"tol must be a finite number > 0, got {tol!r}.")
-    if not (isinstance(max_iter, numbers.Integral) and not isinstance(max_iter, bool)
-            and max_iter >= 1):
-        raise InvalidInputError(f"max_iter must be an integer >= 1, got {max_iter!r}.")
 
 
 def _isolated_items(G: np.ndarray):
@@ -261,37 +248,26 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
         r_d = rho * float(np.abs(Z - Y + U - U_new).max()) / scale
         return q_new, Z, -nu, -rho * U_new, r_p, r_d
 
-    aa = AndersonMemory(n * K, anderson) if anderson else None
-    g, Z, nu, Psi, r_p, r_d = T(q, rho)
-    f = g - q
-    f_norm = float(np.linalg.norm(f))
-    converged, accepted, rejected, Z_prev = False, 0, 0, Z
-    it = 1
-    while it < max_iter:
+    # Safeguarded by the fixed-point residual; a rejection restarts the memory.
+    aa = SafeguardedAnderson(n * K, anderson, clear_on_reject=True)
+    it = 0
+
+    def apply_T(q):
+        """``(q, T(q), Z, −ν, Ψ, r_p, r_d)`` at the current ρ; every application of T is one
+        iteration (a rejected extrapolation costs one)."""
+        nonlocal it
         it += 1
-        if aa is not None and aa.size:
-            q_try = aa.extrapolate(g, f)
-            g_try, Z_try, nu_try, Psi_try, rp_try, rd_try = T(q_try, rho)
-            f_try = g_try - q_try
-            if float(np.linalg.norm(f_try)) <= f_norm:
-                accepted += 1
-                q_new, g_new, f_new = q_try, g_try, f_try
-                Z, nu, Psi, r_p, r_d = Z_try, nu_try, Psi_try, rp_try, rd_try
-            else:  # safeguard: fall back to the plain step and restart the memory
-                rejected += 1
-                aa.clear()
-                it += 1
-                q_new = g
-                g_new, Z, nu, Psi, r_p, r_d = T(q_new, rho)
-                f_new = g_new - q_new
-        else:
-            q_new = g
-            g_new, Z, nu, Psi, r_p, r_d = T(q_new, rho)
-            f_new = g_new - q_new
-        if aa is not None:
-            aa.push(f_new - f, g_new - g)
-        q, g, f = q_new, g_new, f_new
-        f_norm = float(np.linalg.norm(f))
+        return (q, *T(q, rho))
+
+    q, g, Z, nu, Psi, r_p, r_d = apply_T(q)
+    aa.observe(q, g)
+    converged, Z_prev = False, Z
+    while it < max_iter:
+        step = aa.propose(apply_T, _residual_not_larger(float(np.linalg.norm(aa.residual))))
+        if step is None:
+            step = apply_T(g)  # the plain step
+        q, g, Z, nu, Psi, r_p, r_d = step
+        aa.observe(q, g)
         change = float(np.abs(Z - Z_prev).max())
         Z_prev = Z
         state["cg_atol"] = scale * max(0.1 * tol, CG_FORCING * max(r_p, r_d))
@@ -314,15 +290,18 @@ def _admm_component(L, G, lam, rho, tol, stop, max_iter, kind, adaptive_rho, rel
             # Keep Y and rescale the scaled multiplier U = q₋ (Ψ = −ρU is unchanged).
             q = np.maximum(q, 0.0) + np.minimum(q, 0.0) / factor
             linsolve = make_solver(rho)
-            if aa is not None:
-                aa.clear()
-            g, Z, nu, Psi, r_p, r_d = T(q, rho)
-            f = g - q
-            f_norm = float(np.linalg.norm(f))
-            it += 1
+            aa.restart()
+            q, g, Z, nu, Psi, r_p, r_d = apply_T(q)
+            aa.observe(q, g)
     return {"Z": Z, "nu": nu, "Psi": Psi, "iterations": it, "rho": rho,
-            "converged": converged, "anderson_accepted": accepted,
-            "anderson_rejected": rejected}
+            "converged": converged, "anderson_accepted": aa.accepted,
+            "anderson_rejected": aa.rejected}
+
+
+def _residual_not_larger(f_norm: float):
+    """ADMM's Anderson safeguard: an extrapolated ``(q, T(q), ...)`` is taken when its
+    fixed-point residual ``‖T(q) − q‖`` is at most ``f_norm``, the current point's."""
+    return lambda step: float(np.linalg.norm(step[1] - step[0])) <= f_norm
 
 
 @hookimpl

@@ -3,12 +3,13 @@
 * :class:`FactorSolve` — one sparse LU of A in SuperLU's symmetric mode (no pivoting, the
   symmetric minimum-degree ordering of ``AᵀA``-free ``A + Aᵀ``): for an SPD matrix this is a
   Cholesky factorization in LU form; every later solve is two triangular sweeps for all K
-  columns at once. Fill grows with the graph's intrinsic dimension: a 10-NN graph of 10,000
-  points in 2-D factors in 0.05 s (0.5M entries), of 10-D Gaussian points in 17 s (37M)
-  (``python benchmarks/ablations.py``).
-* :class:`BlockCG` — Jacobi-preconditioned conjugate gradients on all K columns at once (one
-  sparse matrix × dense block product per iteration), warm-started from the previous solution,
-  to a relative tolerance the caller can loosen while far from the optimum (inexact ADMM).
+  columns at once. Fill grows with the graph's intrinsic dimension: a 10-NN graph of 2-D points
+  factors quickly and sparsely, one of 10-D points of the same size does not (measured in
+  docs/lass.md, ``python benchmarks/ablations.py``).
+* :class:`BlockCG` — Jacobi-preconditioned conjugate gradients on all K columns at once
+  (:func:`~ssl_opt.numerics.block_cg.block_cg_solve`: one sparse matrix × dense block product
+  per iteration), warm-started from the previous solution, to a tolerance the caller can
+  loosen while far from the optimum (inexact ADMM).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.numerics.block_cg import block_jacobi_cg
+from ssl_opt.numerics.block_cg import block_cg_solve
 from ssl_opt.numerics.factor import SPDFactor
 
 
@@ -49,12 +50,8 @@ class BlockCG:
               atol: float = 0.0) -> np.ndarray:
         """Columns stop at ``max|b − Ax| ≤ max(tol·max|b|, atol)`` (max-norms: the caller's
         residuals are entrywise)."""
-        X = np.zeros_like(B) if X0 is None else X0.copy()
-        R = B - self.A @ X
-        target = np.maximum(tol * np.abs(B).max(axis=0), atol)
-        if np.all(np.abs(R).max(axis=0) <= target):
-            return X
-        self.iterations += block_jacobi_cg(
-            self.A.__matmul__, X, R, self.inv_diag,
-            lambda res: bool(np.all(np.abs(res).max(axis=0) <= target)), self.max_iter)
+        X, iterations = block_cg_solve(self.A.__matmul__, B, self.inv_diag,
+                                       lambda b_norms, _: np.maximum(tol * b_norms, atol),
+                                       X0=X0, norm="max", max_iter=self.max_iter)
+        self.iterations += iterations
         return X

@@ -913,6 +913,11 @@ def test_bad_G(case):
     ({"rho": 0.0}, "rho"),
     ({"rho": -2.0}, "rho"),
     ({"rho": np.nan}, "rho"),
+    ({"anderson": -1}, "anderson"),
+    ({"anderson": 2.5}, "anderson"),
+    ({"relax": np.nan}, "relax"),
+    ({"adaptive_rho": "yes"}, "adaptive_rho"),
+    ({"project": None}, "project"),
     ({"bogus": 1}, "bogus"),
 ])
 def test_bad_admm_options(options, name):
