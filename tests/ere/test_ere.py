@@ -174,24 +174,22 @@ def test_objective_matches_numpy(robust):
 
 
 def test_adjoint_forward_and_smoothed_gradient_by_finite_differences():
-    """``adjoint``/``forward`` are transposes, and ∇f + adjoint(g/√(‖g‖²+δ)) is the gradient
-    of the smoothed objective (central differences)."""
+    """The groups' ``adjoint``/``forward`` are transposes, and ∇f + adjoint(g/√(‖g‖²+δ)) is
+    the gradient of the smoothed objective (central differences)."""
     _, problem = _case("n60-kinked")
+    groups = problem.groups
     rng = np.random.default_rng(1)
     nvar = problem.u * problem.c + (problem.d + 1) * problem.c
     z = rng.standard_normal(nvar)
-    Ue = rng.standard_normal((problem.n_edges, problem.c))
-    Up = rng.standard_normal((problem.n, problem.c))
-    De, Dp = problem.forward(z)
-    assert _rel(np.sum(De * Ue) + np.sum(Dp * Up), z @ problem.adjoint(Ue, Up)) < 1e-12
+    U = rng.standard_normal((problem.n_edges + problem.n, problem.c))
+    assert _rel(np.sum(groups.forward(z) * U), z @ groups.adjoint(U)) < 1e-12
     x = problem.unpack_vector(rng.standard_normal(nvar))
     delta = 1e-2
-    De, Dp = problem.group_values(x)
+    g = groups.values(problem.pack(x))
     grad = np.zeros(nvar)
     uc, dc = problem.u * problem.c, problem.d * problem.c
     grad[uc:uc + dc] = 2 * problem.beta * x["W"].ravel()
-    grad += problem.adjoint(De / np.sqrt((De**2).sum(1) + delta)[:, None],
-                            Dp / np.sqrt((Dp**2).sum(1) + delta)[:, None])
+    grad += groups.adjoint(g / np.sqrt((g**2).sum(1) + delta)[:, None])
     h = 1e-6
     x0 = problem.pack(x)
     for _ in range(3):
@@ -199,6 +197,41 @@ def test_adjoint_forward_and_smoothed_gradient_by_finite_differences():
         fp = problem.smoothed_objective(problem.unpack_vector(x0 + h * e), delta)
         fm = problem.smoothed_objective(problem.unpack_vector(x0 - h * e), delta)
         assert abs((fp - fm) / (2 * h) - grad @ e) < 1e-6 * max(1.0, abs(grad @ e))
+
+
+def test_structured_groups_equal_the_explicit_matrix():
+    """ERE's structured groups (incidence and X) against the explicit G, h of
+    ``as_sum_of_norms`` (built entry by entry): values, forward, adjoint, the per-coordinate
+    norm scale, the smooth part; and the two certificates agree at the same point."""
+    _, problem = _case("n80-heat")
+    son = problem.as_sum_of_norms()
+    rng = np.random.default_rng(11)
+    nvar = son.n
+    z, v = rng.standard_normal(nvar), rng.standard_normal(nvar)
+    U = rng.standard_normal((son.m, son.k))
+    G = son.G.toarray()
+    w = np.concatenate([problem.edge_w, np.full(problem.n, problem.alpha)])
+    np.testing.assert_allclose(problem.groups.weights, w, rtol=0, atol=0)
+    np.testing.assert_allclose(problem.groups.values(z), (G @ z - son.h).reshape(son.m, son.k),
+                               rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(problem.groups.forward(v),
+                               w[:, None] * (G @ v).reshape(son.m, son.k), rtol=1e-12,
+                               atol=1e-12)
+    np.testing.assert_allclose(problem.groups.adjoint(U), G.T @ (w[:, None] * U).ravel(),
+                               rtol=1e-12, atol=1e-12)
+    col = np.sqrt(np.add.reduceat(G**2, np.arange(0, son.m * son.k, son.k), axis=0))
+    np.testing.assert_allclose(problem.groups.norm_scale, w @ col, rtol=1e-12)
+    assert problem.groups.value_scale == son.groups.value_scale == 1.0
+    assert _rel(problem.smooth_value(z), 0.5 * z @ (son.Q @ z)) < 1e-12
+    np.testing.assert_allclose(problem.smooth_gradient(z), son.Q @ z, rtol=1e-12)
+    # at a kinked optimum (free multipliers), with and without the solver's multipliers
+    x = dict(_irls("n80-heat").x, delta=np.array(1e-12))
+    U = np.vstack([x["U_edges"], x["U_points"]])
+    point = {"x": problem.pack(x), "U": U, "delta": x["delta"]}
+    for option in ("auto", "recover"):
+        mine, generic = problem.kkt(x, multipliers=option), son.kkt(point, multipliers=option)
+        for name in ("subgradient", "kink_slack", "smoothed_stationarity"):
+            assert _rel(mine[name], generic[name]) < 1e-9, (name, mine[name], generic[name])
 
 
 # ------------------------------------------------------------- 1. IRLS vs an independent SOCP
@@ -566,7 +599,8 @@ def test_bad_sum_of_norms_and_options(parts):
     with pytest.raises(InvalidInputError, match="unknown option"):
         ssl_opt.solve(problem, solver="irls", tolerance=1e-3)
     for option, value in [("anderson", -1), ("delta_factor", 1.0), ("tol", 0.0),
-                          ("linear_solver", "lu"), ("max_iter", 0), ("continuation", "no")]:
+                          ("linear_solver", "lu"), ("max_iter", 0), ("continuation", "no"),
+                          ("delta_floor", 1e-6), ("verbose", "yes")]:
         with pytest.raises(InvalidInputError, match=option):
             ssl_opt.solve(problem, solver="irls", **{option: value})
     with pytest.raises(InvalidInputError, match="robust ERE only"):

@@ -13,10 +13,14 @@ first ``l`` points (multi-label rows allowed). Variables ``F`` (n×c) with ``F_l
 
 ``½ Σ_{i,j}`` counts every undirected edge twice, so the graph term is ``Σ_{i<j} A_ij ‖f_i − f_j‖``
 over the upper triangle of A (``edges``). Robust ERE is the sum of norms of [004 eq. 10] with
-one group of c rows per edge (weight A_ij) and per point (weight α), f(x) = β‖W‖²:
-:meth:`ERE.as_sum_of_norms` gives that instance in ``x = (vec F_u, vec W, b)`` (row-major
-vecs), and the certificate is the one of :mod:`ssl_opt.problems.ere.sum_of_norms`, with the
-operators applied in structured form (incidence matrix of the graph, X, no G matrix).
+one group of c rows per edge (weight A_ij) and per point (weight α), f(z) = β‖W‖², in the
+packed ``z = (vec F_u, vec W, b)`` (row-major vecs): :meth:`ERE.as_sum_of_norms` gives that
+instance with an explicit G, and :attr:`ERE.groups` (:class:`EREGroups`) applies the same
+operator in structured form (incidence matrix of the graph, X, no G matrix). With those
+groups, ``smooth_value``/``smooth_gradient`` and ``pack``/``unpack_vector`` robust ERE is a
+:class:`~ssl_opt.problems.ere.groups.SumOfNormsForm`: its certificate is
+:func:`~ssl_opt.problems.ere.sum_of_norms.sum_of_norms_residuals` and the IRLS plugin's
+generic loop runs on it unchanged.
 
 Relative residuals are per coordinate, ``|v_j| / max(1, s_j)`` with ``s_j`` the sum of the
 magnitudes the terms of the optimality condition can take at coordinate j (robust: the
@@ -41,14 +45,12 @@ from ssl_opt._validation import as_float_matrix, check_bool, check_positive
 from ssl_opt.builders.laplacian import incidence_matrix, validated_adjacency
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.problems.ere.groups import GroupOperator, smoothed_norms
 from ssl_opt.problems.ere.sum_of_norms import (
     CERTIFICATE_OPTIONS,
     CERTIFICATE_RESIDUALS,
     SumOfNorms,
-    check_delta,
-    multiplier_block,
-    smoothed_stationarity,
-    subgradient_certificate,
+    sum_of_norms_residuals,
 )
 
 # ---------------------------------------------------------------------------- helpers
@@ -255,10 +257,8 @@ class ERE(_LabelEmbedding):
         self._require_robust("smoothed_objective")
         v = self.unpack(x)
         F, W, b = v["F"], v["W"], v["b"]
-        D = self.edge_differences(F)
-        R = self.point_residuals(F, W, b)
-        return (float(self.edge_w @ np.sqrt(np.einsum("ij,ij->i", D, D) + delta))
-                + self.alpha * float(np.sqrt(np.einsum("ij,ij->i", R, R) + delta).sum())
+        g = np.vstack([self.edge_differences(F), self.point_residuals(F, W, b)])
+        return (smoothed_norms(self.groups.weights, np.einsum("ij,ij->i", g, g), delta)
                 + self.beta * float(np.sum(W * W)))
 
     def scores(self, x) -> np.ndarray:
@@ -271,16 +271,42 @@ class ERE(_LabelEmbedding):
         v = self.unpack(x)
         return np.concatenate([v["F"][self.l:].ravel(), v["W"].ravel(), v["b"]])
 
-    def unpack_vector(self, z: np.ndarray) -> dict[str, np.ndarray]:
-        """The variables ``F`` (with ``F_l = Y``), ``W``, ``b`` of a packed vector."""
-        z = np.asarray(z, dtype=np.float64).ravel()
+    def vector_blocks(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Views ``(F_u, W, b)`` of a packed vector (no copy, no check)."""
         uc, dc = self.u * self.c, self.d * self.c
-        if z.shape != (uc + dc + self.c,):
+        return z[:uc].reshape(self.u, self.c), z[uc:uc + dc].reshape(self.d, self.c), z[uc + dc:]
+
+    def unpack_vector(self, z: np.ndarray) -> dict[str, np.ndarray]:
+        """The variables ``F`` (with ``F_l = Y``), ``W``, ``b`` of a packed vector (own
+        arrays)."""
+        z = np.asarray(z, dtype=np.float64).ravel()
+        size = (self.u + self.d + 1) * self.c
+        if z.shape != (size,):
             raise InvalidInputError(
-                f"the packed vector must have (u + d + 1)·c = {uc + dc + self.c} entries, got "
-                f"{z.shape}.")
-        F = np.vstack([self.Y, z[:uc].reshape(self.u, self.c)])
-        return {"F": F, "W": z[uc:uc + dc].reshape(self.d, self.c), "b": z[uc + dc:].copy()}
+                f"the packed vector must have (u + d + 1)·c = {size} entries, got {z.shape}.")
+        Fu, W, b = self.vector_blocks(z)
+        return {"F": np.vstack([self.Y, Fu]), "W": W.copy(), "b": b.copy()}
+
+    # f(z) = β‖W‖² of the packed form (robust ERE as f + Σ w_i‖g_i‖, :attr:`groups`)
+    def smooth_value(self, z: np.ndarray) -> float:
+        """``β‖W‖_F²`` of a packed vector."""
+        W = self.vector_blocks(z)[1]
+        return self.beta * float(np.sum(W * W))
+
+    def smooth_gradient(self, z: np.ndarray) -> np.ndarray:
+        """``2βW`` in the W block of a packed vector, 0 elsewhere."""
+        out = np.zeros_like(z)
+        uc, dc = self.u * self.c, self.d * self.c
+        out[uc:uc + dc] = 2.0 * self.beta * z[uc:uc + dc]
+        return out
+
+    def smooth_magnitude(self, z: np.ndarray) -> np.ndarray:
+        return np.abs(self.smooth_gradient(z))
+
+    @cached_property
+    def groups(self) -> EREGroups:
+        """The edge and point groups in the packed variable (:class:`EREGroups`)."""
+        return EREGroups(self)
 
     def as_sum_of_norms(self) -> SumOfNorms:
         """The equivalent :class:`SumOfNorms` in ``x = (vec F_u, vec W, b)`` [004 eq. 10]:
@@ -325,44 +351,11 @@ class ERE(_LabelEmbedding):
         weights = np.concatenate([self.edge_w, np.full(n, self.alpha)])
         return SumOfNorms(sp.diags(qdiag, format="csr"), np.zeros(nvar), G, h, c, weights)
 
-    # ------------------------------------------------------------------ certificate
-    def adjoint(self, Ue: np.ndarray, Up: np.ndarray) -> np.ndarray:
-        """Packed ``Σ_i w_i J_iᵀ u_i`` for edge multipliers ``Ue`` (E, c) and point
-        multipliers ``Up`` (n, c) (robust ERE as a sum of norms)."""
-        gF = np.asarray(self.incidence.T @ (self.edge_w[:, None] * Ue)) - self.alpha * Up
-        gW = self.alpha * np.asarray(self.X.T @ Up)
-        gb = self.alpha * Up.sum(axis=0)
-        return np.concatenate([gF[self.l:].ravel(), gW.ravel(), gb])
-
-    def forward(self, z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(w_i J_i z)_i`` for a packed direction z: edge (E, c) and point (n, c) parts."""
-        v = self.unpack_vector(z)
-        dF = v["F"].copy()
-        dF[: self.l] = 0.0
-        De = self.edge_w[:, None] * np.asarray(self.incidence @ dF)
-        Dp = self.alpha * (np.asarray(self.X @ v["W"]) + v["b"][None, :] - dF)
-        return De, Dp
-
-    @cached_property
-    def _subgradient_scale(self) -> np.ndarray:
-        """Per packed coordinate ``Σ_i w_i ‖J_i e_j‖`` (the ∇f part and the floor 1 are added
-        by the callers)."""
-        absX = abs(self.X) if sp.issparse(self.X) else np.abs(self.X)
-        sF = np.repeat(self.degree[self.l:] + self.alpha, self.c)
-        sW = np.repeat(self.alpha * np.asarray(absX.sum(axis=0)).ravel(), self.c)
-        sb = np.full(self.c, self.alpha * self.n)
-        return np.concatenate([sF, sW, sb])
-
     def _require_robust(self, what: str) -> None:
         if not self.robust:
             raise InvalidInputError(
                 f"{what} applies to robust ERE only (robust=True); the squared variant is a "
                 "smooth QP.")
-
-    def group_values(self, x) -> tuple[np.ndarray, np.ndarray]:
-        v = self.unpack(x)
-        return (self.edge_differences(v["F"]),
-                self.point_residuals(v["F"], v["W"], v["b"]))
 
     kkt_options = CERTIFICATE_OPTIONS
     residual_tolerances = {"labels_fixed": "feasibility", "stationarity": "stationarity",
@@ -388,54 +381,77 @@ class ERE(_LabelEmbedding):
         out = {"labels_fixed": float(np.abs(F[: self.l] - self.Y).max())}
         Fc = F.copy()
         Fc[: self.l] = self.Y  # residuals of the feasible point with the labels clamped
+        if self.robust:
+            z = self.pack({"F": Fc, "W": W, "b": b})
+            out.update(sum_of_norms_residuals(self, z, getattr(x, "x", x), kink_tol,
+                                              multipliers, target, iterations))
+            return out
         D = self.edge_differences(Fc)
         R = self.point_residuals(Fc, W, b)
-        if not self.robust:
-            LF = 2.0 * np.asarray(self.incidence.T @ (self.edge_w[:, None] * D))
-            aLF = 2.0 * np.asarray(abs(self.incidence).T @ (self.edge_w[:, None] * np.abs(D)))
-            gF = LF - 2.0 * self.alpha * R
-            sF = aLF + 2.0 * self.alpha * np.abs(R)
-            XR = 2.0 * self.alpha * np.asarray(self.X.T @ R)
-            absX = abs(self.X) if sp.issparse(self.X) else np.abs(self.X)
-            gW = XR + 2.0 * self.beta * W
-            sW = 2.0 * self.alpha * np.asarray(absX.T @ np.abs(R)) + 2.0 * self.beta * np.abs(W)
-            gb = 2.0 * self.alpha * R.sum(axis=0)
-            sb = 2.0 * self.alpha * np.abs(R).sum(axis=0)
-            grad = np.concatenate([gF[self.l:].ravel(), gW.ravel(), gb])
-            scale = np.concatenate([sF[self.l:].ravel(), sW.ravel(), sb])
-            out["stationarity"] = float(np.max(np.abs(grad) / np.maximum(1.0, scale)))
-            return out
-        values = getattr(x, "x", x)
-        E = self.n_edges
-        g = np.vstack([D, R])
-        weights = np.concatenate([self.edge_w, np.full(self.n, self.alpha)])
-        gradf = np.concatenate([np.zeros(self.u * self.c), 2.0 * self.beta * W.ravel(),
-                                np.zeros(self.c)])
-        scale = np.maximum(1.0, self._subgradient_scale + np.abs(gradf))
-
-        def adjoint(U):
-            return self.adjoint(U[:E], U[E:])
-
-        def forward(z):
-            De, Dp = self.forward(z)
-            return np.vstack([De, Dp])
-
-        U0 = None
-        if (multipliers == "auto" and hasattr(values, "get")
-                and values.get("U_edges") is not None and values.get("U_points") is not None):
-            U0 = np.vstack([multiplier_block(values["U_edges"], E, self.c, "U_edges"),
-                            multiplier_block(values["U_points"], self.n, self.c, "U_points")])
-        sigma = max(1.0, float(np.linalg.norm(g, axis=1).max(initial=0.0)))
-        cert = subgradient_certificate(gradf, g, weights, adjoint, forward, scale,
-                                       kink_tol * sigma, U0, max_iter=iterations,
-                                       target=target)
-        phi = self.objective({"F": Fc, "W": W, "b": b})
-        out["subgradient"] = cert["subgradient"]
-        out["kink_slack"] = cert["kink_slack"] / max(1.0, abs(phi))
-        delta = check_delta(values)
-        if delta is not None:
-            out["smoothed_stationarity"] = smoothed_stationarity(gradf, g, delta, adjoint, scale)
+        LF = 2.0 * np.asarray(self.incidence.T @ (self.edge_w[:, None] * D))
+        aLF = 2.0 * np.asarray(abs(self.incidence).T @ (self.edge_w[:, None] * np.abs(D)))
+        gF = LF - 2.0 * self.alpha * R
+        sF = aLF + 2.0 * self.alpha * np.abs(R)
+        XR = 2.0 * self.alpha * np.asarray(self.X.T @ R)
+        absX = abs(self.X) if sp.issparse(self.X) else np.abs(self.X)
+        gW = XR + 2.0 * self.beta * W
+        sW = 2.0 * self.alpha * np.asarray(absX.T @ np.abs(R)) + 2.0 * self.beta * np.abs(W)
+        gb = 2.0 * self.alpha * R.sum(axis=0)
+        sb = 2.0 * self.alpha * np.abs(R).sum(axis=0)
+        grad = np.concatenate([gF[self.l:].ravel(), gW.ravel(), gb])
+        scale = np.concatenate([sF[self.l:].ravel(), sW.ravel(), sb])
+        out["stationarity"] = float(np.max(np.abs(grad) / np.maximum(1.0, scale)))
         return out
+
+
+class EREGroups(GroupOperator):
+    r"""Robust ERE's norms as groups of the packed ``z = (vec F_u, vec W, b)`` [004 eq. 9]:
+    first one group per edge e = (i, j), i < j (weight A_ij, value ``f_i − f_j``), then one
+    per point i (weight α, value ``r_i = Wᵀx_i + b − f_i``), with ``F_l = Y`` entering the
+    offset h. The same J as the explicit G of :meth:`ERE.as_sum_of_norms`, applied through the
+    graph's incidence matrix and X. The labels are 0/1, so ``‖h‖_∞ = 1`` and σ = 1.
+    Multipliers are stored as ``U_edges`` (E, c) and ``U_points`` (n, c).
+    """
+
+    def __init__(self, problem: ERE):
+        p = self.problem = problem
+        self.weights = np.concatenate([p.edge_w, np.full(p.n, p.alpha)])
+        self.weights.setflags(write=False)
+        self.group_size = p.c
+        self.size = (p.u + p.d + 1) * p.c
+        self.multiplier_blocks = (("U_edges", p.n_edges), ("U_points", p.n))
+
+    def values(self, z: np.ndarray) -> np.ndarray:
+        p = self.problem
+        Fu, W, b = p.vector_blocks(z)
+        F = np.vstack([p.Y, Fu])
+        return np.vstack([p.edge_differences(F), p.point_residuals(F, W, b)])
+
+    def forward(self, v: np.ndarray) -> np.ndarray:
+        p = self.problem
+        dFu, dW, db = p.vector_blocks(v)
+        dF = np.vstack([np.zeros((p.l, p.c)), dFu])
+        De = p.edge_w[:, None] * np.asarray(p.incidence @ dF)
+        Dp = p.alpha * (np.asarray(p.X @ dW) + db[None, :] - dF)
+        return np.vstack([De, Dp])
+
+    def adjoint(self, U: np.ndarray) -> np.ndarray:
+        p = self.problem
+        Ue, Up = U[: p.n_edges], U[p.n_edges:]
+        gF = np.asarray(p.incidence.T @ (p.edge_w[:, None] * Ue)) - p.alpha * Up
+        gW = p.alpha * np.asarray(p.X.T @ Up)
+        gb = p.alpha * Up.sum(axis=0)
+        return np.concatenate([gF[p.l:].ravel(), gW.ravel(), gb])
+
+    @cached_property
+    def norm_scale(self) -> np.ndarray:
+        """``deg_i + α`` for F_u(i, ·), ``α Σ_i |x_ij|`` for W(j, ·), ``α n`` for b."""
+        p = self.problem
+        absX = abs(p.X) if sp.issparse(p.X) else np.abs(p.X)
+        sF = np.repeat(p.degree[p.l:] + p.alpha, p.c)
+        sW = np.repeat(p.alpha * np.asarray(absX.sum(axis=0)).ravel(), p.c)
+        sb = np.full(p.c, p.alpha * p.n)
+        return np.concatenate([sF, sW, sb])
 
 
 # ---------------------------------------------------------------------------- LRL

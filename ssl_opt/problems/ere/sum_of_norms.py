@@ -1,4 +1,5 @@
-r"""Sums of Euclidean norms: the general problem of [004 eq. 10], DESIGN.md §4.5.
+r"""Sums of Euclidean norms: the general problem of [004 eq. 10] and its certificate,
+DESIGN.md §4.5.
 
 Over ``x ∈ Rⁿ``::
 
@@ -12,11 +13,14 @@ and the IRLS plugin [004 Alg. 1] with no new solver code (a group lasso, a Weber
 
 Smoothing [004 eq. 11]: ``φ_δ(x) = f(x) + Σ_i w_i √(‖g_i‖² + δ)`` (``φ ≤ φ_δ ≤ φ + √δ Σw``).
 
-Certificate (:func:`subgradient_certificate`, used by every problem of this shape). ``x`` is
-optimal iff ``0 ∈ ∇f(x) + Σ_i w_i J_iᵀ ∂‖g_i(x)‖``, where ``∂‖g‖ = {g/‖g‖}`` for ``g ≠ 0`` and
-the unit ball at ``g = 0`` (``J_i`` the rows of ``G`` of group i). The residual is::
+Certificate (:func:`sum_of_norms_residuals`), written once for every problem of the shape
+``f(z) + Σ_i w_i ‖g_i(z)‖`` that describes itself as a
+:class:`~ssl_opt.problems.ere.groups.SumOfNormsForm` (SumOfNorms with its explicit G; robust
+ERE with its structured groups). ``z`` is optimal iff
+``0 ∈ ∇f(z) + Σ_i w_i J_iᵀ ∂‖g_i(z)‖``, where ``∂‖g‖ = {g/‖g‖}`` for ``g ≠ 0`` and the unit
+ball at ``g = 0`` (``J_i`` the rows of the linear part of g of group i). The residual is::
 
-    subgradient = min_u ‖(∇f(x) + Σ_i w_i J_iᵀ u_i) / s‖_∞        (per coordinate j)
+    subgradient = min_u ‖(∇f(z) + Σ_i w_i J_iᵀ u_i) / s‖_∞        (per coordinate j)
 
 with ``u_i = g_i/‖g_i‖`` fixed for the groups with ``‖g_i‖ > τ`` and ``u_i`` free in the unit
 ball for the (near-)zero groups ``‖g_i‖ ≤ τ``; the minimum over the free ``u_i`` (a
@@ -25,11 +29,11 @@ projection onto the balls, restarted when the value increases, started from the 
 multipliers when the point carries them (projected onto the balls) and otherwise from
 ``g_i/τ`` projected. Any feasible ``u`` gives an upper bound, so the residual is never
 understated by an early stop of FISTA. Per coordinate j the residual is divided by
-``s_j = max(1, (|Q||x| + |c|)_j + Σ_i w_i ‖J_i e_j‖₂)``, the largest magnitude the terms of
-coordinate j of the optimality condition can take. Treating a group with ``0 < ‖g_i‖ ≤ τ``
-as zero makes ``w_i u_i`` an ε-subgradient with ``ε_i = w_i(‖g_i‖ − ⟨u_i, g_i⟩) ≤ 2 w_i τ``;
-the sum over the groups, relative to
-``max(1, |φ(x)|)``, is reported as ``kink_slack``. When the point carries its smoothing δ
+``s_j = max(1, |∇f-terms|_j + Σ_i w_i ‖J_i e_j‖₂)`` (for SumOfNorms ``(|Q||x| + |c|)_j``),
+the largest magnitude the terms of coordinate j of the optimality condition can take.
+Treating a group with ``0 < ‖g_i‖ ≤ τ`` as zero makes ``w_i u_i`` an ε-subgradient with
+``ε_i = w_i(‖g_i‖ − ⟨u_i, g_i⟩) ≤ 2 w_i τ``; the sum over the groups, relative to
+``max(1, |φ(z)|)``, is reported as ``kink_slack``. When the point carries its smoothing δ
 (``x["delta"]``) the residual of the smoothed problem, with ``u_i = g_i/√(‖g_i‖² + δ)``, is
 reported as ``smoothed_stationarity``.
 """
@@ -37,7 +41,6 @@ reported as ``smoothed_stationarity``.
 from __future__ import annotations
 
 import numbers
-from collections.abc import Callable
 from functools import cached_property
 
 import numpy as np
@@ -53,6 +56,15 @@ from ssl_opt._validation import (
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.problems.ere.groups import (
+    GroupOperator,
+    MatrixGroups,
+    SumOfNormsForm,
+    residual_scale,
+    smoothed_multipliers,
+    smoothed_norms,
+    stationarity,
+)
 from ssl_opt.solvers import Option
 
 #: Default τ of the certificate, relative to the scale σ of the group values: a group with
@@ -73,28 +85,27 @@ def project_to_balls(U: np.ndarray) -> np.ndarray:
     return U / np.maximum(norms, 1.0)[:, None]
 
 
-def subgradient_certificate(grad: np.ndarray, g: np.ndarray, weights: np.ndarray,
-                            adjoint: Callable[[np.ndarray], np.ndarray],
-                            forward: Callable[[np.ndarray], np.ndarray],
-                            scale, tau: float, U0: np.ndarray | None = None,
+def subgradient_certificate(grad: np.ndarray, g: np.ndarray, groups: GroupOperator, scale,
+                            tau: float, U0: np.ndarray | None = None,
                             max_iter: int = CERTIFICATE_ITERS,
                             target: float = 0.0) -> dict[str, float]:
     """Subgradient optimality residual of ``f + Σ w_i‖g_i‖`` (see the module docstring).
 
-    ``grad`` ∇f(x) (flat), ``g`` (m, k) the group values, ``adjoint(U) = Σ_i w_i J_iᵀ U_i``
-    (flat, like ``grad``) and ``forward(v) = (w_i J_i v)_i`` (m, k); ``scale`` a positive
-    number or one per coordinate of ``grad``. Returns ``subgradient`` (the ∞-norm of the scaled
-    residual; FISTA minimizes its 2-norm), ``kink_slack`` (unscaled: the caller divides by
-    max(1, |φ|)) and the multipliers ``U`` used. FISTA stops early once the residual is
-    below ``target`` (a caller that only needs "below target" saves the iterations).
+    ``grad`` ∇f(x) (flat), ``g`` (m, k) the group values, ``groups`` their operator (weights,
+    ``adjoint``, ``forward``); ``scale`` a positive number or one per coordinate of ``grad``.
+    Returns ``subgradient`` (the ∞-norm of the scaled residual; FISTA minimizes its 2-norm),
+    ``kink_slack`` (unscaled: the caller divides by max(1, |φ|)) and the multipliers ``U``
+    used. FISTA stops early once the residual is below ``target`` (a caller that only needs
+    "below target" saves the iterations).
     """
     scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), grad.shape)
+    weights = groups.weights
 
     def adj(U):
-        return adjoint(U) / scale
+        return groups.adjoint(U) / scale
 
     def fwd(v):
-        return forward(v / scale)
+        return groups.forward(v / scale)
 
     norms = np.linalg.norm(g, axis=1)
     free = norms <= tau
@@ -159,14 +170,6 @@ def subgradient_certificate(grad: np.ndarray, g: np.ndarray, weights: np.ndarray
     return {"subgradient": best_inf, "kink_slack": slack, "U": U}
 
 
-def smoothed_stationarity(grad: np.ndarray, g: np.ndarray, delta: float,
-                          adjoint: Callable[[np.ndarray], np.ndarray], scale) -> float:
-    """``‖(∇f + Σ w_i J_iᵀ g_i/√(‖g_i‖² + δ)) / scale‖_∞``: the gradient of φ_δ
-    [004 eq. 12], relative per coordinate."""
-    U = g / np.sqrt(np.einsum("ij,ij->i", g, g) + delta)[:, None]
-    return float(np.max(np.abs(grad + adjoint(U)) / scale, initial=0.0))
-
-
 def check_delta(values, name: str = "delta") -> float | None:
     """The smoothing δ a point carries (``x["delta"]``), or None."""
     if not hasattr(values, "get") or values.get(name) is None:
@@ -175,9 +178,6 @@ def check_delta(values, name: str = "delta") -> float | None:
     if not np.isfinite(delta) or delta < 0:
         raise InvalidInputError(f"x[{name!r}] must be a finite number >= 0, got {delta!r}.")
     return delta
-
-
-# ---------------------------------------------------------------------------- the problem
 
 
 #: The options of the sum-of-norms certificates (``kkt`` of SumOfNorms and robust ERE).
@@ -196,14 +196,34 @@ CERTIFICATE_RESIDUALS = {"subgradient": "stationarity", "kink_slack": "stationar
                          "smoothed_stationarity": "stationarity"}
 
 
-def multiplier_block(value, rows: int, cols: int, name: str) -> np.ndarray:
-    """A solver's multipliers as a finite (rows, cols) array, or a clear error."""
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.size != rows * cols or not np.all(np.isfinite(arr)):
-        raise InvalidInputError(
-            f"x[{name!r}] must be a finite ({rows}, {cols}) array of multipliers, got shape "
-            f"{arr.shape}.")
-    return arr.reshape(rows, cols)
+def sum_of_norms_residuals(form: SumOfNormsForm, z: np.ndarray, values, kink_tol: float,
+                           multipliers: str, target: float,
+                           iterations: int) -> dict[str, float]:
+    """The certificate of ``φ(z) = f(z) + Σ_i w_i‖g_i(z)‖`` at a finite flat ``z`` (module
+    docstring): ``subgradient``, ``kink_slack`` and, when the point ``values`` carries its
+    smoothing δ, ``smoothed_stationarity``. τ = ``kink_tol``·max(σ, max_i ‖g_i(z)‖); the
+    multipliers the point carries start the minimization (``multipliers="auto"``), which
+    stops once below ``target`` or after ``iterations`` FISTA steps."""
+    groups = form.groups
+    g = groups.values(z)
+    grad = form.smooth_gradient(z)
+    scale = residual_scale(form, z)
+    norms = np.linalg.norm(g, axis=1)
+    sigma = max(groups.value_scale, float(norms.max(initial=0.0)))
+    U0 = groups.read_multipliers(values) if multipliers == "auto" else None
+    cert = subgradient_certificate(grad, g, groups, scale, kink_tol * sigma, U0,
+                                   max_iter=iterations, target=target)
+    phi = form.smooth_value(z) + float(groups.weights @ norms)
+    out = {"subgradient": cert["subgradient"],
+           "kink_slack": cert["kink_slack"] / max(1.0, abs(phi))}
+    delta = check_delta(values)
+    if delta is not None:
+        out["smoothed_stationarity"] = stationarity(form, z, smoothed_multipliers(g, delta),
+                                                    scale)
+    return out
+
+
+# ---------------------------------------------------------------------------- the problem
 
 
 class SumOfNorms(Problem):
@@ -260,6 +280,7 @@ class SumOfNorms(Problem):
                 raise InvalidInputError("weights must be >= 0 (one per group of G's rows).")
         self.n = n
         _check_psd(self.Q)
+        self.groups = MatrixGroups(self.G, self.h, k, self.w)
         self._freeze()
 
     # ------------------------------------------------------------------ declaration
@@ -277,84 +298,55 @@ class SumOfNorms(Problem):
     def unique_prediction(self) -> bool:
         return False  # strictly convex only when Q ≻ 0 (not checked)
 
-    # ------------------------------------------------------------------ evaluation
-    def group_values(self, x: np.ndarray) -> np.ndarray:
-        """``g`` (m, k): row i is ``g_i(x) = (Gx − h)_i``."""
-        return (self.G @ x - self.h).reshape(self.m, self.k)
-
+    # ------------------------------------------------------------------ the form f + Σ w‖g‖
     def smooth_value(self, x: np.ndarray) -> float:
+        """``f(x) = ½xᵀQx + cᵀx``."""
         return float(0.5 * x @ (self.Q @ x) + self.c @ x)
 
     def smooth_gradient(self, x: np.ndarray) -> np.ndarray:
         return self.Q @ x + self.c
 
+    def smooth_magnitude(self, x: np.ndarray) -> np.ndarray:
+        """``|Q||x| + |c|``: the magnitudes of the terms of ∇f, per coordinate."""
+        return self._abs_Q @ np.abs(x) + np.abs(self.c)
+
+    @cached_property
+    def _abs_Q(self) -> sp.csr_matrix:
+        return abs(self.Q)
+
+    def pack(self, x) -> np.ndarray:
+        return self.unpack(x)["x"].copy()
+
+    def unpack_vector(self, z: np.ndarray) -> dict[str, np.ndarray]:
+        return {"x": np.array(z, dtype=np.float64)}
+
+    # ------------------------------------------------------------------ evaluation
     def objective(self, x) -> float:
         xv = self.unpack(x)["x"]
-        g = self.group_values(xv)
+        g = self.groups.values(xv)
         return self.smooth_value(xv) + float(self.w @ np.linalg.norm(g, axis=1))
 
     def smoothed_objective(self, x, delta: float) -> float:
         """``φ_δ(x) = f(x) + Σ w_i √(‖g_i‖² + δ)`` [004 eq. 11]."""
         xv = self.unpack(x)["x"]
-        g = self.group_values(xv)
-        return self.smooth_value(xv) + float(
-            self.w @ np.sqrt(np.einsum("ij,ij->i", g, g) + delta))
+        g = self.groups.values(xv)
+        return self.smooth_value(xv) + smoothed_norms(self.w, np.einsum("ij,ij->i", g, g),
+                                                      delta)
 
     def prediction(self, x) -> np.ndarray:
         return self.unpack(x)["x"]
 
-    def adjoint(self, U: np.ndarray) -> np.ndarray:
-        """``Σ_i w_i J_iᵀ U_i = Gᵀ vec(w ∘ U)``."""
-        return self.G.T @ (self.w[:, None] * U).ravel()
-
-    def forward(self, v: np.ndarray) -> np.ndarray:
-        """``(w_i J_i v)_i`` as an (m, k) array."""
-        return self.w[:, None] * (self.G @ v).reshape(self.m, self.k)
-
-    @cached_property
-    def norm_scale(self) -> np.ndarray:
-        """``Σ_i w_i ‖J_i e_j‖₂`` per coordinate j: the largest value coordinate j of
-        ``Σ w_i J_iᵀ u_i`` can take over the unit balls."""
-        G2 = self.G.multiply(self.G).tocsc()
-        group = np.repeat(np.arange(self.m), self.k)
-        agg = sp.csr_matrix((np.ones(self.m * self.k), (group, np.arange(self.m * self.k))),
-                            shape=(self.m, self.m * self.k))
-        col_norms = (agg @ G2).sqrt()  # (m, n): ‖J_i e_j‖
-        return np.asarray(col_norms.T @ self.w).ravel()
-
-    @cached_property
-    def value_scale(self) -> float:
-        """σ: the scale of the group values, ``‖h‖_∞`` (1 when h = 0)."""
-        hmax = float(np.abs(self.h).max(initial=0.0))
-        return hmax if hmax > 0 else 1.0
-
     def _kkt(self, x, kink_tol: float, multipliers: str, target: float,
              iterations: int) -> dict[str, float]:
         """``subgradient``, ``kink_slack`` and (with ``x["delta"]``) ``smoothed_stationarity``
-        (module docstring); τ = ``kink_tol`` · max(σ, max_i ‖g_i(x)‖). ``target``: stop
-        minimizing over the free multipliers once the residual is below it."""
+        (module docstring, :func:`sum_of_norms_residuals`); τ = ``kink_tol`` ·
+        max(σ, max_i ‖g_i(x)‖), σ = ‖h‖_∞ (1 when h = 0); the multipliers ``x["U"]`` start the
+        minimization over the free ones."""
         xv = self.unpack(x)["x"]
         if not np.all(np.isfinite(xv)):
             return {"subgradient": float("inf")}
-        values = getattr(x, "x", x)
-        g = self.group_values(xv)
-        grad = self.smooth_gradient(xv)
-        scale = np.maximum(1.0, np.abs(self.Q) @ np.abs(xv) + np.abs(self.c) + self.norm_scale)
-        sigma = max(self.value_scale, float(np.linalg.norm(g, axis=1).max(initial=0.0)))
-        U0 = None
-        if multipliers == "auto" and hasattr(values, "get") and values.get("U") is not None:
-            U0 = multiplier_block(values["U"], self.m, self.k, "U")
-        cert = subgradient_certificate(grad, g, self.w, self.adjoint, self.forward, scale,
-                                       kink_tol * sigma, U0, max_iter=iterations,
-                                       target=target)
-        phi = self.objective({"x": xv})
-        out = {"subgradient": cert["subgradient"],
-               "kink_slack": cert["kink_slack"] / max(1.0, abs(phi))}
-        delta = check_delta(values)
-        if delta is not None:
-            out["smoothed_stationarity"] = smoothed_stationarity(grad, g, delta, self.adjoint,
-                                                                 scale)
-        return out
+        return sum_of_norms_residuals(self, xv, getattr(x, "x", x), kink_tol, multipliers,
+                                      target, iterations)
 
 
 def _vector(value, name: str, size: int) -> np.ndarray:
