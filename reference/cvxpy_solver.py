@@ -9,7 +9,8 @@ table, so a new family adds a formulation, not a solver.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from types import SimpleNamespace
 
 import cvxpy as cp
 
@@ -32,6 +33,8 @@ class Formulation:
     missing: Callable = lambda problem: []  # noqa: E731
     #: Predicted seconds for ``problem`` (None: the generic dense-QP estimate).
     cost: Callable | None = None
+    #: Capabilities the program needs from the problem's components, as ``Solver.requires``.
+    requires: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 class CvxpyReference(Solver):
@@ -64,7 +67,9 @@ class CvxpyReference(Solver):
         form = self._formulation(problem)
         if form is None:
             return super().missing(problem)
-        return list(form.missing(problem))
+        # The base class's reasons, for the requirements of this problem's formulation.
+        declared = SimpleNamespace(problem_types=(form.problem_type,), requires=form.requires)
+        return Solver.missing(declared, problem) + list(form.missing(problem))
 
     def predicted_time(self, problem) -> float:
         form = self._formulation(problem)

@@ -5,10 +5,12 @@ Primal: ``min ½(Σ φ(y_i f_i) + γ_A ‖h‖² + γ_I fᵀLf)`` over ``h = R�
 conditioned for nearly singular Gram matrices. L is declared PSD with ``psd_wrap``: a Laplacian
 is singular, which must not trip CVXPY's eigenvalue check.
 
-Dual (hinge only) [000 §2.1]: ``max 1ᵀβ − ½βᵀQβ`` s.t. ``yᵀβ = 0`` (bias), ``0 ≤ β ≤ 1``,
-``Q = Y J_L K M⁻¹ J_Lᵀ Y``, ``M = 2γ_A I + 2γ_I L K``, ``α = M⁻¹ J_Lᵀ Y β``. The derivation
-drops b from the intrinsic term, so it equals the primal only when ``L·1 = 0`` or there is no
-bias; other cases are refused. b is recovered by minimizing the primal over b with α fixed.
+Dual (the hinge) [000 §2.1]: ``max 1ᵀβ − ½βᵀQβ`` s.t. ``yᵀβ = 0`` (bias), ``0 ≤ β ≤ 1``,
+``Q = Y J_L K M⁻¹ J_Lᵀ Y``, ``M = 2γ_A I + 2γ_I L K``, ``α = M⁻¹ J_Lᵀ Y β``. It holds for any
+loss with the ``"piecewise_linear"`` capability, ``φ(m) = max(lo(1 − m), hi(1 − m))``, with the
+box ``lo ≤ β ≤ hi`` of its ``conjugate_form`` (the hinge: ``[0, 1]``). The derivation drops b
+from the intrinsic term, so it equals the primal only when ``L·1 = 0`` or there is no bias;
+other cases are refused. b is recovered by minimizing the primal over b with α fixed.
 """
 
 from __future__ import annotations
@@ -63,8 +65,6 @@ def recover_primal(problem: LapSVM, handles) -> dict:
 
 def dual_missing(problem: LapSVM) -> list[str]:
     missing = []
-    if problem.loss.name != "hinge":
-        missing.append(f"loss 'hinge' (got {problem.loss.name!r}); the dual is the hinge LapSVM")
     if problem.bias and not problem.laplacian_annihilates_ones:
         missing.append(
             "L·1 = 0 when bias=True: with a normalized Laplacian the dual of [000 §2.1] drops b "
@@ -86,8 +86,9 @@ def _dual_matrices(problem: LapSVM):
 
 def build_dual(problem: LapSVM):
     A, Q = _dual_matrices(problem)
+    _, lo, hi = problem.loss.conjugate_form
     beta = cp.Variable(problem.l, name="beta")
-    constraints = [beta >= 0, beta <= 1]
+    constraints = [beta >= lo, beta <= hi]
     if problem.bias:
         constraints.append(problem.y @ beta == 0)
     objective = cp.Minimize(0.5 * cp.quad_form(beta, cp.psd_wrap(Q)) - cp.sum(beta))
@@ -96,17 +97,19 @@ def build_dual(problem: LapSVM):
 
 def recover_dual(problem: LapSVM, handles) -> dict:
     beta, A = handles
-    beta_v = np.clip(np.asarray(beta.value, dtype=float), 0.0, 1.0)
+    _, lo, hi = problem.loss.conjugate_form
+    beta_v = np.clip(np.asarray(beta.value, dtype=float), lo, hi)
     alpha = A @ beta_v
     b = _best_bias(problem, problem.K_dense[: problem.l] @ alpha) if problem.bias else 0.0
     return {"alpha": alpha, "b": np.array(b), "beta": beta_v}
 
 
 def _best_bias(problem: LapSVM, h_l: np.ndarray) -> float:
-    """argmin_b Σ max(0, 1 − y_i(h_i + b)): convex piecewise linear, minimum at a breakpoint."""
+    """argmin_b Σ φ(y_i(h_i + b)): convex piecewise linear with kinks where y_i(h_i + b) = 1,
+    so the minimum is at one of those breakpoints."""
     y = problem.y
     candidates = y - h_l  # where y_i (h_i + b) = 1
-    values = np.maximum(0.0, 1.0 - y[None, :] * (h_l[None, :] + candidates[:, None])).sum(1)
+    values = problem.loss.value(y[None, :] * (h_l[None, :] + candidates[:, None])).sum(1)
     best = np.flatnonzero(values <= values.min() + 1e-12 * max(1.0, values.min()))
     return float(np.median(candidates[best]))
 
@@ -116,4 +119,5 @@ def _as_dense_or_csr(L):
 
 
 PRIMAL = Formulation(LapSVM, build_primal, recover_primal)
-DUAL = Formulation(LapSVM, build_dual, recover_dual, missing=dual_missing)
+DUAL = Formulation(LapSVM, build_dual, recover_dual, missing=dual_missing,
+                   requires={"loss": ("piecewise_linear",)})

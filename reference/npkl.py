@@ -2,13 +2,14 @@ r"""Exact SDP references for NPKL [003 eq. 1, eq. 4], DESIGN.md §4.4.
 
 The program is solved through its Lagrange dual, one variable per pair::
 
-    max_y  Σ_p (y_p − C ℓ*(−y_p/C))   s.t.   Δ − Σ_p y_p T_p (E_ij + E_ji)/2 ⪰ 0
+    max_y  Σ_p −C ℓ*(−y_p/C)   s.t.   Δ − Σ_p y_p T_p (E_ij + E_ji)/2 ⪰ 0
 
-with ``−C ℓ*(−y/C) = 0`` on ``0 ≤ y ≤ C`` (hinge), ``−y²/(4C)`` on ``y ≥ 0`` (squared hinge) and
-``−y²/(4C)`` for any ``y`` (square). The kernel ``Z`` is the multiplier of the PSD constraint.
-Written this way the PSD constraint's sparsity pattern is the graph plus the pairs, which
-Clarabel decomposes (chordal decomposition); the primal form with ``Z`` as an n×n PSD variable
-took minutes where this takes seconds (DESIGN.md §4.4).
+with ``−C ℓ*(−y/C) = y`` on ``0 ≤ y ≤ C`` (hinge), ``y − y²/(4C)`` on ``y ≥ 0`` (squared
+hinge) and ``y − y²/(4C)`` for any ``y`` (square): the loss's
+:meth:`~ssl_opt.components.MarginLoss.dual_cvxpy`. The kernel ``Z`` is the multiplier of the
+PSD constraint. Written this way the PSD constraint's sparsity pattern is the graph plus the
+pairs, which Clarabel decomposes (chordal decomposition); the primal form with ``Z`` as an n×n
+PSD variable took minutes where this takes seconds (DESIGN.md §4.4).
 
 * ``cvxpy`` (this module's :data:`PRIMAL` formulation, registered with the other families):
   the full n×n program.
@@ -44,15 +45,8 @@ def build(problem: NPKL):
     Delta = sp.csc_matrix(problem.Delta) if sp.issparse(problem.Delta) else problem.Delta
     G = Delta - cp.reshape(pair_operator(problem) @ y, (n, n), order="C")
     psd = G >> 0
-    constraints = [psd]
-    if problem.loss == "hinge":
-        value = cp.sum(y)
-        constraints += [y >= 0, y <= C]
-    else:
-        value = cp.sum(y) - cp.sum_squares(y) / (4.0 * C)
-        if problem.loss == "squared_hinge":
-            constraints.append(y >= 0)
-    return cp.Problem(cp.Maximize(value), constraints), (y, psd)
+    value, domain = problem.loss.dual_cvxpy(y, C)
+    return cp.Problem(cp.Maximize(value), [psd, *domain]), (y, psd)
 
 
 def recover(problem: NPKL, handles) -> dict:

@@ -25,10 +25,11 @@ import time
 import numpy as np
 from scipy.special import expit, rel_entr, xlogy
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS, above_one
 
-from ssl_opt.exceptions import InvalidInputError
+from ssl_opt._validation import check_bool, check_nonnegative, check_positive, integer
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.problems.linear.problem import DAS3VM, l2_loss
+from ssl_opt.problems.linear.problem import DAS3VM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -76,18 +77,19 @@ class DASolver(Solver):
     description = ("Deterministic annealing S3VM [001 §3.2]: alternating MFN w-steps and "
                    "closed-form p-steps per temperature, geometric cooling, best stage returned.")
     options = {
-        "T0_factor": Option(10.0, "starting temperature T₀ = T0_factor·λ' (SVMlin: 10)"),
-        "anneal_rate": Option(1.5, "T is divided by this per stage"),
-        "kl_tol": Option(1e-6, "stop a stage when the mean KL(p_new ‖ p_old) is below this"),
+        "T0_factor": Option(10.0, "starting temperature T₀ = T0_factor·λ' (SVMlin: 10)",
+                            check_positive),
+        "anneal_rate": Option(1.5, "T is divided by this per stage", above_one),
+        "kl_tol": Option(1e-6, "stop a stage when the mean KL(p_new ‖ p_old) is below this",
+                         check_nonnegative),
         "entropy_tol": Option(1e-6, "stop annealing when the mean entropy of p is within this "
-                             "of its floor h(frac(r·u))/u"),
-        "max_outer": Option(30, "temperature stages at most"),
-        "max_inner": Option(100, "w/p alternations per stage at most"),
-        "polish_tol": Option(1e-10, "polish the returned stage until max|Δp| is below this"),
-        "tol": Option(1e-7, "MFN/CGLS relative tolerance"),
-        "forcing": Option(0.1, "MFN inexact-Newton forcing term (0: exact CGLS steps)"),
-        "mfn_max_iter": Option(50, "Newton steps per MFN call"),
-        "verbose": Option(False, "print one progress line per temperature"),
+                             "of its floor h(frac(r·u))/u", check_nonnegative),
+        "max_outer": Option(30, "temperature stages at most", integer(1)),
+        "max_inner": Option(100, "w/p alternations per stage at most", integer(1)),
+        "polish_tol": Option(1e-10, "polish the returned stage until max|Δp| is below this",
+                             check_nonnegative),
+        **MFN_CALL_OPTIONS,
+        "verbose": Option(False, "print one progress line per temperature", check_bool),
     }
 
     def predicted_time(self, problem) -> float:
@@ -95,8 +97,6 @@ class DASolver(Solver):
 
     def _solve(self, problem: DAS3VM, T0_factor, anneal_rate, kl_tol, entropy_tol, max_outer,
                max_inner, polish_tol, tol, forcing, mfn_max_iter, verbose) -> Solution:
-        if T0_factor <= 0 or anneal_rate <= 1:
-            raise InvalidInputError("DA options need T0_factor > 0 and anneal_rate > 1.")
         start = time.perf_counter()
         l, u, n, lam_u = problem.l, problem.u, problem.n, problem.lam_u
         opts = {"tol": tol, "forcing": forcing, "max_iter": mfn_max_iter}
@@ -119,7 +119,7 @@ class DASolver(Solver):
             return res.w, res.outputs, res.status
 
         def p_step(o, T, s):
-            g = lam_u * (l2_loss(o[l:]) - l2_loss(-o[l:]))
+            g = lam_u * (problem.loss.value(o[l:]) - problem.loss.value(-o[l:]))
             return balance_root(g, T, problem.r, s)
 
         # With r·u fractional, mean(p) = r keeps one p_j fractional at any temperature: the

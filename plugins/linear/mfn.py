@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ssl_opt._validation import check_nonnegative, integer, optional
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.cgls import cgls
 from ssl_opt.numerics.line_search import weighted_squared_hinge_step
@@ -149,11 +150,13 @@ class MFN(Solver):
                    "search on sorted break points; O(nnz) per CGLS step, X never densified.")
     options = {
         "tol": Option(1e-7, "relative CGLS tolerance (‖normal-equation residual‖ ≤ "
-                      "tol·‖X̃ᵀCy‖) and active-set slack"),
-        "max_iter": Option(50, "Newton steps (SVMlin's MFNITERMAX)"),
-        "cg_max_iter": Option(None, "CGLS iteration cap per step (default 10·dim + 1000)"),
+                      "tol·‖X̃ᵀCy‖) and active-set slack", check_nonnegative),
+        "max_iter": Option(50, "Newton steps (SVMlin's MFNITERMAX)", integer(0)),
+        "cg_max_iter": Option(None, "CGLS iteration cap per step (default 10·dim + 1000)",
+                              optional(integer(0))),
         "forcing": Option(0.1, "inexact Newton: CGLS stops at η‖r₀‖ with η = min(forcing, "
-                          "√(relative ‖r₀‖)) until the final tolerance is needed (0: exact)"),
+                          "√(relative ‖r₀‖)) until the final tolerance is needed (0: exact)",
+                          check_nonnegative),
         "warm_start": Option(None, "a previous Solution or dict with 'w' to seed from"),
     }
 

@@ -8,7 +8,7 @@
 3. Switching [001 §3.1.2]: positives sorted by ascending output, negatives by descending
    output; the leading pairs with ``o_i < o_j`` (up to ``S`` of them) switch. For the L2 loss
    switching a pair changes the loss by ``g(o_i) − g(o_j)`` with ``g(o) = l2(−o) − l2(o)``
-   strictly increasing (:func:`~ssl_opt.problems.linear.problem.switch_gain`), so each switch
+   strictly increasing (:meth:`~ssl_opt.problems.linear.problem.TSVM.switch_gain`), so each switch
    strictly lowers the objective and the loop ends in finitely many steps. ``S = 1`` is
    Joachims' classic single switch.
 
@@ -19,13 +19,16 @@ a label pair improves the objective (what :meth:`TSVM.kkt` checks).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 import numpy as np
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS, above_one, at_least_one
 
+from ssl_opt._validation import check_bool, check_positive, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.problems.linear.problem import TSVM, switch_gain
+from ssl_opt.problems.linear.problem import TSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -33,11 +36,13 @@ from ssl_opt.solvers import Option, Solver
 SWITCH_EPS = 1e-10
 
 
-def switch_labels(y_u: np.ndarray, o_u: np.ndarray, max_pairs: int) -> int:
+def switch_labels(y_u: np.ndarray, o_u: np.ndarray, max_pairs: int,
+                  switch_gain: Callable[[np.ndarray], np.ndarray]) -> int:
     """Switch up to ``max_pairs`` improving (positive, negative) pairs in place; return how many.
 
     Pairs are taken from the heads of both sorted lists while ``g(o_j) − g(o_i) > SWITCH_EPS``
-    (monotone along the lists, so the switched pairs are a prefix).
+    with ``g`` the increasing ``switch_gain`` (:meth:`TSVM.switch_gain`), so the switched pairs
+    are a prefix.
     """
     pos, neg = np.flatnonzero(y_u > 0), np.flatnonzero(y_u < 0)
     k = min(max_pairs, pos.size, neg.size)
@@ -64,16 +69,18 @@ class TSVMSolver(Solver):
     description = ("Transductive L2-SVM-MFN with gradual λ' and switching of up to S label pairs "
                    "per retraining [001 §3.1]; every retraining seeded.")
     options = {
-        "S": Option(10_000, "label pairs switched per retraining at most (1: classic TSVM)"),
-        "lam_u_start": Option(1e-5, "first λ' value (SVMlin's TSVM_LAMBDA_SMALL)"),
-        "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)"),
-        "tol": Option(1e-7, "MFN/CGLS relative tolerance"),
-        "forcing": Option(0.1, "MFN inexact-Newton forcing term (0: exact CGLS steps)"),
-        "mfn_max_iter": Option(50, "Newton steps per MFN call"),
-        "max_retrain": Option(100_000, "cap on MFN retrainings (then stops with max_iterations)"),
+        "S": Option(10_000, "label pairs switched per retraining at most (1: classic TSVM)",
+                    at_least_one),
+        "lam_u_start": Option(1e-5, "first λ' value (SVMlin's TSVM_LAMBDA_SMALL)",
+                              check_positive),
+        "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)",
+                               above_one),
+        **MFN_CALL_OPTIONS,
+        "max_retrain": Option(100_000, "cap on MFN retrainings (then stops with max_iterations)",
+                              integer(0)),
         "warm_start": Option(None, "a TSVM Solution or dict with 'w' and 'y_u': start at the "
                              "target λ' from it, skipping the labeled start and annealing"),
-        "verbose": Option(False, "print one progress line per λ' stage"),
+        "verbose": Option(False, "print one progress line per λ' stage", check_bool),
     }
 
     def predicted_time(self, problem) -> float:
@@ -81,9 +88,6 @@ class TSVMSolver(Solver):
 
     def _solve(self, problem: TSVM, S, lam_u_start, lam_u_factor, tol, forcing, mfn_max_iter,
                max_retrain, warm_start, verbose) -> Solution:
-        if S < 1 or lam_u_start <= 0 or lam_u_factor <= 1:
-            raise InvalidInputError(
-                "TSVM options need S >= 1, lam_u_start > 0 and lam_u_factor > 1.")
         start = time.perf_counter()
         l, u, design = problem.l, problem.u, problem.design
         opts = {"tol": tol, "forcing": forcing, "max_iter": mfn_max_iter}
@@ -116,7 +120,8 @@ class TSVMSolver(Solver):
                 w, o = res.w, res.outputs
                 retrains += 1
                 cg_total += res.cg_iterations
-                count = switch_labels(labels[l:], o[l:], S) if lam0 > 0 else 0
+                count = (switch_labels(labels[l:], o[l:], S, problem.switch_gain)
+                         if lam0 > 0 else 0)
                 switches += count
                 history.append(stage=stage, lam_u=lam0, objective=res.objective,
                                switches=switches, retrains=retrains,

@@ -17,13 +17,12 @@ import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
 
+#: ``None`` (no early stopping) or a rule; PCG's ``early_stopping`` option checks the value.
 RULES = (None, "stability", "validation", "mixed")
 
 
 class EarlyStopping:
     def __init__(self, rule, problem, validation=None, check_every=None, eta=1.5):
-        if rule not in RULES:
-            raise InvalidInputError(f"early_stopping must be one of {RULES}, got {rule!r}.")
         self.rule = rule
         self.l = problem.l
         self.u = problem.n - problem.l

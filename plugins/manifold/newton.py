@@ -15,40 +15,36 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from ssl_opt.plugins.manifold.hinted import HintedSolver
 from ssl_opt.plugins.manifold.iterates import initial_point, manifold_solution
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 
+from ssl_opt._validation import check_nonnegative, integer
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.line_search import step_along
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
-from ssl_opt.solvers import Option, Solver
+from ssl_opt.solvers import Option
 
 
-class Newton(Solver):
+class Newton(HintedSolver):
     name = "newton"
     complexity = {"manifold": (3.0, "O(n³): a dense n×n solve per Newton step, few steps")}
     tolerance_family = "direct"
     problem_types = (LapSVM,)
+    requires = {"loss": ("derivative", "second_derivative")}
+    hint = "newton needs a twice-differentiable loss; for the hinge use 'cvxpy' or 'cvxpy-dual'"
     description = (
         "Newton with the generalized Hessian and exact line search [000 §3.1]; "
         "dense O(n^3) per step, converges in a few steps."
     )
     options = {
         "tol": Option(1e-10, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖), or when J stops "
-                      "decreasing at round-off with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)"),
-        "max_iter": Option(50, "iteration cap"),
+                      "decreasing at round-off with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)",
+                      check_nonnegative),
+        "max_iter": Option(50, "iteration cap", integer(0)),
         "warm_start": Option(None, "a previous Solution or dict to start from"),
     }
-
-    def missing(self, problem) -> list[str]:
-        missing = super().missing(problem)
-        if not missing and not (problem.loss.smooth and problem.loss.has_second_derivative):
-            missing.append(
-                f"a twice-differentiable loss (got {problem.loss.name!r}, which lacks "
-                "derivative/second_derivative); for the hinge use 'cvxpy' or 'cvxpy-dual'"
-            )
-        return missing
 
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]
@@ -57,6 +53,7 @@ class Newton(Solver):
     def _solve(self, problem, tol, max_iter, warm_start) -> Solution:
         start = time.perf_counter()
         l, y, loss, bias = problem.l, problem.y, problem.loss, problem.bias
+        piecewise_quadratic = "piecewise_quadratic" in loss.capabilities
         system = ReducedSystem(problem)
         target = tol * problem.gradient_scale
         alpha, b = initial_point(problem, warm_start)
@@ -74,7 +71,7 @@ class Newton(Solver):
             new_set = np.flatnonzero(m < 1.0)
             history.append(iteration=it, objective=obj, grad_norm=gnorm / problem.gradient_scale,
                            step=s, error_vectors=new_set.size, time=time.perf_counter() - start)
-            finite = (loss.piecewise_quadratic and it > 0 and s == 1.0
+            finite = (piecewise_quadratic and it > 0 and s == 1.0
                       and error_set is not None and np.array_equal(new_set, error_set))
             if gnorm <= target or finite:
                 status = OPTIMAL
@@ -98,7 +95,7 @@ class Newton(Solver):
             Kd = problem.K_dot(d_a)
             f_d = Kd + (d_b if bias else 0.0)
             s = step_along(problem, f, Ka, Lf, d_a, Kd, f_d, problem.L_dot(f_d))
-            if loss.piecewise_quadratic and abs(s - 1.0) < 1e-12:
+            if piecewise_quadratic and abs(s - 1.0) < 1e-12:
                 s = 1.0
             alpha = alpha + s * d_a
             b = b + s * d_b if bias else 0.0

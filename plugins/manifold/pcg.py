@@ -17,45 +17,46 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from ssl_opt.plugins.manifold.early_stopping import EarlyStopping
+from ssl_opt.plugins.manifold.early_stopping import RULES, EarlyStopping
+from ssl_opt.plugins.manifold.hinted import HintedSolver
 from ssl_opt.plugins.manifold.iterates import initial_point, manifold_solution
 
+from ssl_opt._validation import callable_option, check_nonnegative, choice, integer, optional
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.line_search import step_along
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
-from ssl_opt.solvers import Option, Solver
+from ssl_opt.solvers import Option
 
 
-class PCG(Solver):
+class PCG(HintedSolver):
     name = "pcg"
     complexity = {"manifold": (2.0, "O(k·n²): k dense kernel products")}
     tolerance_family = "iterative"
     problem_types = (LapSVM,)
+    requires = {"loss": ("derivative",)}
+    hint = ("pcg needs a smooth loss; for the hinge use the reference backend ('cvxpy' or "
+            "'cvxpy-dual')")
     description = (
         "Preconditioned nonlinear CG, P = diag(1, K), Polak-Ribiere with restart, exact line "
         "search, early stopping [000 Alg. 1-3]; O(n^2) per iteration, only products with K, L."
     )
     options = {
         "tol": Option(1e-8, "stop when ‖∇J‖ ≤ tol·max(1, ‖∇J(0)‖), or when J stalls at "
-                      "round-off for 20 iterations with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)"),
-        "max_iter": Option(None, "iteration cap (default 10·n + 1000)"),
+                      "round-off for 20 iterations with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)",
+                      check_nonnegative),
+        "max_iter": Option(None, "iteration cap (default 10·n + 1000)", optional(integer(0))),
         "warm_start": Option(None, "a previous Solution or dict to start from"),
-        "early_stopping": Option(None, "None, 'stability', 'validation' or 'mixed'"),
+        "early_stopping": Option(None, "None, 'stability', 'validation' or 'mixed'",
+                                 optional(choice(*RULES[1:]))),
         "validation": Option(None, "(K_val, y_val) for the validation and mixed rules"),
-        "check_every": Option(None, "θ, iterations between early-stopping checks (√n/2)"),
-        "refresh": Option(100, "recompute Kα and Kd exactly every this many iterations"),
-        "callback": Option(None, "called as callback(iteration, alpha, b) after each step"),
+        "check_every": Option(None, "θ, iterations between early-stopping checks (√n/2)",
+                              optional(integer(1))),
+        "refresh": Option(100, "recompute Kα and Kd exactly every this many iterations",
+                          integer(1)),
+        "callback": Option(None, "called as callback(iteration, alpha, b) after each step",
+                           optional(callable_option)),
     }
-
-    def missing(self, problem) -> list[str]:
-        missing = super().missing(problem)
-        if not missing and not problem.loss.smooth:
-            missing.append(
-                f"a smooth loss with a derivative (got {problem.loss.name!r}); for the hinge use "
-                "the reference backend ('cvxpy' or 'cvxpy-dual')"
-            )
-        return missing
 
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]

@@ -4,17 +4,22 @@ The problem is reduced to the constrained points (:class:`BoundaryReduction`, [0
 and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq. 5]. Each column
 ``v_i`` is then updated exactly, Gauss–Seidel style. With ``a = Δ̃_ii``,
 ``b = Σ_{k≠i} Δ̃_ik v_k`` and ``A = [T_ij v_j]_{j∈T(i)}`` (r×k), half of Ω restricted to
-``v_i`` is ``½a‖v‖² + bᵀv + (C/2) Σ_j ℓ(T_ij vᵀv_j)`` [003 eq. 6], whose minimizer is:
+``v_i`` is ``½a‖v‖² + bᵀv + (C/2) Σ_j ℓ(T_ij vᵀv_j)`` [003 eq. 6]. The loss's
+``conjugate_form`` ``(κ, lo, hi)`` (``ℓ*(−g) = −g + κg²/2`` on ``lo ≤ g ≤ hi``, the
+``"quadratic_conjugate"`` capability) gives its dual: ``v = (Aα − b)/a`` with α minimizing
+``½αᵀ(AᵀA + (2aκ/C)I)α − αᵀ(Aᵀb + a1)`` over ``(C/2)lo ≤ α ≤ (C/2)hi``. So the minimizer is:
 
-* square loss (closed form [003 eq. 11]): ``(aI + C AAᵀ) v = C A1 − b``, solved through
-  Sherman–Morrison–Woodbury as ``v = (w − A (AᵀA + (a/C)I)⁻¹ Aᵀw)/a``, ``w = C A1 − b``
-  (a k×k system; k is the number of pairs of point i);
-* squared hinge [003 eq. 10]: ``v = (Aα − b)/a`` with ``α ≥ 0`` minimizing
-  ``½αᵀ(AᵀA + (a/C)I)α − αᵀ(Aᵀb + a1)`` (equivalently the non-negative least-squares problem
-  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖``), solved exactly by the active-set method below;
-* hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)`` (the paper's is twice that): the
-  same with ``AᵀA`` and the box ``0 ≤ α ≤ C/2``, solved exactly by a primal active-set method
-  (:func:`_box_qp`).
+* no bounds (square loss, closed form [003 eq. 11]): with ``c = C/(2κ)``,
+  ``(aI + c AAᵀ) v = c A1 − b``, solved through Sherman–Morrison–Woodbury as
+  ``v = (w − A (AᵀA + (a/c)I)⁻¹ Aᵀw)/a``, ``w = c A1 − b`` (a k×k system; k is the number of
+  pairs of point i);
+* ``α ≥ 0`` with κ > 0 (squared hinge [003 eq. 10]): ``P = AᵀA + (a/C)I`` is positive
+  definite (equivalently the non-negative least-squares problem
+  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖``), one solve when every pair is active, else the
+  active-set method below;
+* a box ``0 ≤ α ≤ (C/2)hi`` (hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)``, the
+  paper's being twice that: κ = 0 and ``α ≤ C/2``; the Huber hinge: κ = δ), solved exactly by
+  a primal active-set method (:func:`_box_qp`).
 
 The pair multiplier of the full problem is ``y_p = α_p^{(i)} + α_p^{(j)}`` (each end's dual),
 which at a stationary point is ``−C ℓ'(t_p)``. Columns are processed in blocks: the block's
@@ -32,10 +37,10 @@ import time
 import numpy as np
 from scipy.linalg.lapack import dposv
 
-from ssl_opt._validation import check_int, check_nonnegative
+from ssl_opt._validation import check_bool, check_nonnegative, integer, optional
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.numerics.anderson import AndersonMemory
+from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.problems.npkl.problem import NPKL, extreme_eigenvalues
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -62,31 +67,42 @@ class BCD(Solver):
     name = "bcd"
     complexity = {"npkl": (2.5, "O(r·l²) per sweep with rank r ~ √m ~ √l")}
     problem_types = (NPKL,)
+    requires = {"loss": ("quadratic_conjugate",)}
     tolerance_family = "iterative"
     description = ("Block coordinate descent on the factored boundary kernel Z_BD = VᵀV "
                    "[003 Alg. 1]: exact column updates (closed form or tiny dual QPs).")
     options = {
-        "rank": Option(None, "rank r of V; default from [003 Prop. 3]"),
-        "tol": Option(1e-6, "stop when ‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)"),
-        "max_iter": Option(2000, "maximum number of sweeps over the columns"),
-        "seed": Option(0, "seed of the initial V"),
+        "rank": Option(None, "rank r of V; default from [003 Prop. 3]", optional(integer(1))),
+        "tol": Option(1e-6, "stop when ‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)", check_nonnegative),
+        "max_iter": Option(2000, "maximum number of sweeps over the columns", integer(1)),
+        "seed": Option(0, "seed of the initial V", integer(0)),
         "warm_start": Option(None, "initial V (r×l), or a Solution / dict carrying 'V'"),
         "anderson": Option(5, "Anderson acceleration memory over sweeps (0: the paper's plain "
-                              "iteration); a step is kept only if it lowers Ω"),
-        "verbose": Option(False, "print one line per 10 sweeps"),
+                              "iteration); a step is kept only if it does not raise Ω",
+                           integer(0)),
+        "verbose": Option(False, "print one line per 10 sweeps", check_bool),
     }
 
+    def missing(self, problem) -> list[str]:
+        reasons = super().missing(problem)
+        if not reasons:
+            kappa, lo, hi = problem.loss.conjugate_form
+            if not (lo == 0.0 or (lo == -np.inf and hi == np.inf and kappa > 0)):
+                reasons.append(
+                    f"a column dual on α ≥ 0 or unconstrained with κ > 0 (the conjugate_form "
+                    f"of {problem.loss!r} is {problem.loss.conjugate_form!r})")
+        return reasons
+
     def inexact(self, problem) -> str:
-        if problem.loss == "hinge":
-            return ("BCD on the factored hinge problem stalls above the optimum (status "
-                    "'stalled', [003 Fig. 1])")
+        if not problem.loss.smooth:
+            return ("BCD on a factored non-smooth problem (the hinge) stalls above the optimum "
+                    "(status 'stalled', [003 Fig. 1])")
         return ""
 
     def predicted_time(self, problem) -> float:
-        """About 30 sweeps (Anderson on) of one l×l GEMM pair plus a per-column Python constant
-        (2.5e-5 s, chosen to fit the runs quoted here), after the reduction's solves
-        (``benchmarks/bench_npkl.py``: iris, l ≈ 135, 0.07–0.12 s; n = 10,000, m = 3,000,
-        l = 4,496: reduction 4.5 s + BCD 10.9 s)."""
+        """About 30 sweeps (Anderson on) of one l×l GEMM pair plus a per-column Python constant,
+        after the reduction's solves; the constants are fitted to the runs of
+        ``benchmarks/bench_npkl.py`` (measured in docs/npkl.md)."""
         sizes = problem.structure.sizes
         n, l, nnz = sizes["n"], sizes["l"], sizes["nnz_Delta"]
         r = default_rank(sizes["m"])
@@ -95,28 +111,33 @@ class BCD(Solver):
 
     def _solve(self, problem: NPKL, rank, tol, max_iter, seed, warm_start, anderson,
                verbose) -> Solution:
-        tol = check_nonnegative(tol, "tol")
-        max_iter = check_int(max_iter, "max_iter", 1)
-        anderson = check_int(anderson, "anderson", 0)
         reduction = problem.boundary_reduction()
         reduced = reduction.reduced
         l = reduced.n
-        r = default_rank(problem.m) if rank is None else check_int(rank, "rank", 1)
+        r = default_rank(problem.m) if rank is None else rank
         V = _initial_V(warm_start, r, l, seed)
         r = V.shape[0]
         sweep = _Sweep(reduced)
-        aa = AndersonMemory(V.size, anderson) if anderson else None
+        # Safeguarded on Ω, which then decreases monotonically as in plain BCD; a rejection
+        # restarts the memory.
+        aa = SafeguardedAnderson(V.size, anderson, clear_on_reject=True)
         history = History()
         start = time.perf_counter()
         status = MAX_ITERATIONS
-        accepted = rejected = 0
-        x = V
-        g = sweep.run(x)
-        f = g - x
-        objective, stationarity = sweep.measure(g)
-        it = 1
+        it = 0
+
+        def apply_sweep(x):
+            """``(x, sweep(x), (Ω, stationarity) of sweep(x))``; every sweep is one iteration
+            (a rejected extrapolation costs one)."""
+            nonlocal it
+            it += 1
+            g = sweep.run(x)
+            return x, g, sweep.measure(g)
+
+        x, g, (objective, stationarity) = apply_sweep(V)
+        aa.observe(x, g)
         while True:
-            change = float(np.linalg.norm(f)) / max(1.0, float(np.linalg.norm(x)))
+            change = float(np.linalg.norm(aa.residual)) / max(1.0, float(np.linalg.norm(x)))
             history.append(iteration=it, objective=objective, change=change,
                            stationarity=stationarity, time=time.perf_counter() - start)
             if verbose and (it % 10 == 0 or it == 1):
@@ -127,27 +148,11 @@ class BCD(Solver):
                 break
             if it >= max_iter:
                 break
-            it += 1
-            x_new = g
-            if aa is not None and aa.size:
-                x_try = aa.extrapolate(g, f)
-                g_try = sweep.run(x_try)
-                measured = sweep.measure(g_try)
-                if measured[0] <= objective:  # safeguard: Ω stays monotone, as in plain BCD
-                    accepted += 1
-                    x_new, g_new = x_try, g_try
-                else:
-                    rejected += 1
-                    aa.clear()
-                    it += 1
-            if x_new is g:
-                g_new = sweep.run(g)
-                measured = sweep.measure(g_new)
-            f_new = g_new - x_new
-            if aa is not None:
-                aa.push(f_new - f, g_new - g)
-            x, g, f = x_new, g_new, f_new
-            objective, stationarity = measured
+            step = aa.propose(apply_sweep, _not_above(objective))
+            if step is None:
+                step = apply_sweep(g)  # the plain sweep
+            x, g, (objective, stationarity) = step
+            aa.observe(x, g)
         V = g
         y = sweep.pair_multipliers(V)
         g_min = reduced_gradient_min(reduced, y)
@@ -160,8 +165,15 @@ class BCD(Solver):
         return Solution(x=x, objective=float("nan"), status=status, iterations=it, time=0.0,
                         backend=self.backend, solver=self.name, history=history,
                         info={"rank": r, "constrained_points": l, "reduced_gradient_min": g_min,
-                              "anderson_accepted": accepted, "anderson_rejected": rejected,
+                              "anderson_accepted": aa.accepted,
+                              "anderson_rejected": aa.rejected,
                               "reduced_objective": history.rows[-1]["objective"]})
+
+
+def _not_above(objective: float):
+    """BCD's Anderson safeguard: an extrapolated ``(x, sweep(x), (Ω, ·))`` is taken when its
+    Ω is at most ``objective``, the current point's."""
+    return lambda step: step[2][0] <= objective
 
 
 class _Sweep:
@@ -172,7 +184,12 @@ class _Sweep:
         self.diag = np.diag(self.D).copy()
         self.C = reduced.C
         self.loss = reduced.loss
-        self.loss_fn = reduced.loss_fn
+        kappa, lo, hi = self.loss.conjugate_form
+        # The column dual (module docstring): its curvature and bounds.
+        self.unbounded = lo == -np.inf and hi == np.inf
+        self.c = self.C / (2.0 * kappa) if self.unbounded else None
+        self.curvature = 2.0 * kappa  # times a/C, on the diagonal of P
+        self.upper = self.C / 2.0 * hi
         self.pairs, self.T = reduced.pairs, reduced.labels
         l, m = reduced.n, reduced.m
         ends = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
@@ -209,22 +226,23 @@ class _Sweep:
 
     def _update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
         others, sign, slot = self.columns[i]
-        a, C = self.diag[i], self.C
-        if self.loss == "square" and others.size == 1:  # one pair: no k×r matrix needed
+        a, c = self.diag[i], self.c
+        if self.unbounded and others.size == 1:  # one pair: no k×r matrix needed
             u = U[others[0]]  # (T u)(T u)ᵀ = uuᵀ
-            w = (C * sign[0, 0]) * u - b
-            return (w - u * ((u @ w) / (u @ u + a / C))) / a
+            w = (c * sign[0, 0]) * u - b
+            return (w - u * ((u @ w) / (u @ u + a / c))) / a
         A = U[others] * sign  # k×r: rows T_ij v_j
         k = A.shape[0]
-        if self.loss == "square":
-            w = C * A.sum(axis=0) - b
+        if self.unbounded:
+            w = c * A.sum(axis=0) - b
             Gk = A @ A.T
-            Gk.flat[:: k + 1] += a / C
+            Gk.flat[:: k + 1] += a / c
             return (w - _spd_solve(Gk, A @ w) @ A) / a
         q = A @ b + a
         P = A @ A.T
-        if self.loss == "squared_hinge":
-            P.flat[:: k + 1] += a / C  # positive definite
+        if self.curvature:
+            P.flat[:: k + 1] += self.curvature * a / self.C  # positive definite
+        if self.curvature and self.upper == np.inf:
             if k == 1:
                 alpha = np.maximum(q / P[0, 0], 0.0)
             else:
@@ -232,16 +250,16 @@ class _Sweep:
                 if alpha.min() <= 0.0:
                     alpha = _box_qp(P, q, np.inf, self.alpha[slot])
         else:
-            alpha = _box_qp(P, q, C / 2.0, self.alpha[slot])
+            alpha = _box_qp(P, q, self.upper, self.alpha[slot])
         self.alpha[slot] = alpha
         return (alpha @ A - b) / a
 
     def pair_multipliers(self, V: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
-        """Hinge: ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses: ``−C ℓ'(t_p)`` (``t``: the
-        margins of V, when the caller has them)."""
-        if self.loss == "hinge":
+        """Non-smooth losses (the hinge): ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses:
+        ``−C ℓ'(t_p)`` (``t``: the margins of V, when the caller has them)."""
+        if not self.loss.smooth:
             return self.alpha[: self.m] + self.alpha[self.m:]
-        return -self.C * self.loss_fn.derivative(self.margins(V) if t is None else t)
+        return -self.C * self.loss.derivative(self.margins(V) if t is None else t)
 
     def margins(self, V: np.ndarray) -> np.ndarray:
         i, j = self.pairs[:, 0], self.pairs[:, 1]
@@ -252,7 +270,7 @@ class _Sweep:
         M = V @ self.D
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         t = self.margins(V)
-        objective = float(np.sum(V * M)) + self.C * float(np.sum(self.loss_fn.value(t)))
+        objective = float(np.sum(V * M)) + self.C * float(np.sum(self.loss.value(t)))
         y = self.pair_multipliers(V, t)
         grad = M.copy()  # V G̃ with G̃ = Δ̃ − Σ y_p T_p (E_ij + E_ji)/2
         w = 0.5 * y * self.T
@@ -359,7 +377,6 @@ def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:
                 f"warm_start V must be a finite (r, {l}) array (l = constrained points), "
                 f"got shape {V.shape}.")
         return V
-    seed = check_int(seed, "seed", 0)
     return np.random.default_rng(seed).random((r, l)) / np.sqrt(r)
 
 

@@ -1,6 +1,7 @@
 """Objective components: small objects with a value, derivatives, and a CVXPY expression."""
 
-from ssl_opt.components.margin_losses import (
+from ssl_opt.components.losses import (
+    LOSS_NAMES,
     MARGIN_LOSSES,
     Hinge,
     HuberHinge,
@@ -9,10 +10,12 @@ from ssl_opt.components.margin_losses import (
     Square,
     SquaredHinge,
     get_margin_loss,
+    implemented_capabilities,
 )
 from ssl_opt.components.simplex import project_rows_to_simplex
 
 __all__ = [
+    "LOSS_NAMES",
     "MARGIN_LOSSES",
     "Hinge",
     "HuberHinge",
@@ -21,5 +24,6 @@ __all__ = [
     "Square",
     "SquaredHinge",
     "get_margin_loss",
+    "implemented_capabilities",
     "project_rows_to_simplex",
 ]

@@ -7,18 +7,26 @@ Along ``z + s·d`` the objective's derivative is
 with ``t = y ∘ f_d`` on the labeled points, ``a0 = γ_A αᵀK d_α + γ_I f_dᵀ L f`` and
 ``a1 = γ_A d_αᵀ K d_α + γ_I f_dᵀ L f_d``. ψ is non-decreasing (convexity); the step is its root.
 
+A loss with the ``"exact_step"`` capability computes the step itself
+(:meth:`~ssl_opt.components.MarginLoss.exact_step`):
+
 * squared hinge: ψ is piecewise linear; sort the break points ``s_i = (1 − m_i)/t_i`` and take
-  the first linear piece whose zero lies inside it — O(l log l), exact;
-* square loss: ψ is linear, closed form ``s = −ψ(0)/ψ'`` [000 §5];
-* any other smooth loss: Brent's method on a bracket (ψ is monotone).
+  the first linear piece whose zero lies inside it — O(l log l), exact
+  (:func:`squared_hinge_step`);
+* square loss: ψ is linear, closed form ``s = −ψ(0)/ψ'`` [000 §5].
+
+Any other smooth loss: Brent's method on a bracket (ψ is monotone).
 """
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.optimize import brentq
 
-from ssl_opt.components import MarginLoss, Square, SquaredHinge
+if TYPE_CHECKING:
+    from ssl_opt.components import MarginLoss
 
 
 def step_along(problem, f, Ka, Lf, d_a, Kd, f_d, Lf_d) -> float:
@@ -31,13 +39,10 @@ def step_along(problem, f, Ka, Lf, d_a, Kd, f_d, Lf_d) -> float:
 
 
 def exact_step(loss: MarginLoss, m: np.ndarray, t: np.ndarray, a0: float, a1: float) -> float:
-    """The minimizing step ``s* ≥ 0`` of the objective along the direction."""
-    if isinstance(loss, SquaredHinge):
-        return _squared_hinge_step(m, t, a0, a1)
-    if isinstance(loss, Square):
-        slope = float(t @ t) + a1
-        psi0 = -float(t @ (1.0 - m)) + a0
-        return max(0.0, -psi0 / slope) if slope > 0 else 0.0
+    """The minimizing step ``s* ≥ 0`` of the objective along the direction: the loss's own
+    exact step when it offers one, else the root of ψ by Brent's method."""
+    if "exact_step" in loss.capabilities:
+        return loss.exact_step(m, t, a0, a1)
     return _generic_step(loss, m, t, a0, a1)
 
 
@@ -45,10 +50,12 @@ def weighted_squared_hinge_step(gap, t, c, a0, a1) -> float:
     """Root of ``ψ(s) = a0 + s·a1 − Σ_i c_i t_i max(0, gap_i − s t_i)``, ``c ≥ 0`` — the MFN
     line search [001 eq. 5]; rescaling each term by ``√c_i`` keeps the break points."""
     sc = np.sqrt(c)
-    return _squared_hinge_step(1.0 - sc * gap, sc * t, a0, a1)
+    return squared_hinge_step(1.0 - sc * gap, sc * t, a0, a1)
 
 
-def _squared_hinge_step(m, t, a0, a1) -> float:
+def squared_hinge_step(m: np.ndarray, t: np.ndarray, a0: float, a1: float) -> float:
+    """Root of ``ψ(s) = a0 + s·a1 − Σ_i t_i max(0, 1 − m_i − s t_i)``: the exact step of the
+    squared hinge, by sorting the break points of the piecewise linear ψ."""
     # On a piece with active set A: ψ(s) = a0 − Σ_A t_i(1 − m_i) + s (a1 + Σ_A t_i²).
     gap = 1.0 - m
     active0 = (gap > 0) | ((gap == 0) & (t < 0))  # active just after s = 0

@@ -37,10 +37,8 @@ class GradientDescent(Solver):
 
     name = "test-gd"
     problem_types = (LapSVM,)
+    requires = {"loss": ("derivative",)}
     options = {"max_iter": Option(20000, "iterations")}
-
-    def missing(self, problem):
-        return super().missing(problem) or ([] if problem.loss.smooth else ["a smooth loss"])
 
     def _solve(self, problem, max_iter):
         from ssl_opt.numerics.line_search import step_along
@@ -80,7 +78,8 @@ def test_runtime_plugin_is_listed_solved_and_certified(gd_plugin, problem_factor
     assert sol.backend == "fast" and sol.solver == "test-gd"
     # plain gradient descent is slow: 3000 steps reach ~1e-6 relative stationarity
     assert ssl_opt.certify(p, sol, stationarity=1e-5).passed
-    with pytest.raises(ssl_opt.UnsupportedProblemError, match="smooth loss"):
+    with pytest.raises(ssl_opt.UnsupportedProblemError,
+                       match=r"a loss with derivative \(this problem's loss Hinge\(\)"):
         ssl_opt.solve(problem_factory(loss="hinge"), solver="test-gd")
 
 

@@ -565,6 +565,11 @@ def test_exhaustive_reference_equals_own_enumeration(seed):
 # -------------------------------------------------------------------------- label switching
 
 
+def _l2_switch_gain(o):
+    """``l2(−o) − l2(o)`` written out: the loss change of relabeling +1 → −1 at output o."""
+    return np.maximum(0.0, 1.0 + o) ** 2 - np.maximum(0.0, 1.0 - o) ** 2
+
+
 def _switch_count_reference(y_u, o_u, max_pairs):
     """Max k with (k-th smallest positive output) < (k-th largest negative output), capped."""
     pos = sorted(o for o, y in zip(o_u, y_u, strict=True) if y > 0)
@@ -584,7 +589,7 @@ def test_switch_labels_against_brute_force(seed, u, cap):
     expected_all = _switch_count_reference(y_u, o_u, u)
     # S large: every improving pair switches ...
     z = y_u.copy()
-    count = switch_labels(z, o_u, 10_000)
+    count = switch_labels(z, o_u, 10_000, _l2_switch_gain)
     assert count == expected_all
     assert z.sum() == y_u.sum()  # balance preserved
     assert int((z != y_u).sum()) == 2 * count
@@ -598,7 +603,7 @@ def test_switch_labels_against_brute_force(seed, u, cap):
     np.testing.assert_array_equal(np.sort(o_u[flipped_pos]), pos_sorted[:count])
     # S caps the number of pairs.
     z = y_u.copy()
-    assert switch_labels(z, o_u, cap) == _switch_count_reference(y_u, o_u, cap)
+    assert switch_labels(z, o_u, cap, _l2_switch_gain) == _switch_count_reference(y_u, o_u, cap)
     assert z.sum() == y_u.sum()
 
 
@@ -606,12 +611,12 @@ def test_switch_labels_with_one_class_or_no_improvement():
     o = np.array([2.0, 1.0, -1.0, -2.0])
     y = np.array([1.0, 1.0, -1.0, -1.0])  # already ordered: nothing improves
     z = y.copy()
-    assert switch_labels(z, o, 10) == 0
+    assert switch_labels(z, o, 10, _l2_switch_gain) == 0
     np.testing.assert_array_equal(z, y)
     z = np.ones(4)
-    assert switch_labels(z, o, 10) == 0
+    assert switch_labels(z, o, 10, _l2_switch_gain) == 0
     z = -y  # fully reversed: both pairs improve
-    assert switch_labels(z, o, 10) == 2
+    assert switch_labels(z, o, 10, _l2_switch_gain) == 2
     np.testing.assert_array_equal(z, y)
 
 
@@ -893,6 +898,42 @@ def test_solver_options_and_capabilities_are_checked(data):
         ssl_opt.solve(tsvm, solver="mfn")
     with pytest.raises(UnsupportedProblemError, match="problem type LinearSVM"):
         ssl_opt.solve(svm, solver="tsvm")
+
+
+@pytest.mark.parametrize("solver,options,match", [
+    ("mfn", {"tol": -1e-3}, "tol must be >= 0"),
+    ("mfn", {"max_iter": 1.5}, "max_iter must be an integer"),
+    ("mfn", {"cg_max_iter": -1}, "cg_max_iter must be >= 0"),
+    ("mfn", {"forcing": -0.1}, "forcing must be >= 0"),
+    ("tsvm", {"S": 2.0}, "S must be an integer with S >= 1"),
+    ("tsvm", {"lam_u_start": 0.0}, "lam_u_start must be > 0"),
+    ("tsvm", {"lam_u_factor": 1.0}, "lam_u_factor > 1"),
+    ("tsvm", {"mfn_max_iter": -2}, "mfn_max_iter must be >= 0"),
+    ("tsvm", {"max_retrain": "many"}, "max_retrain must be an integer"),
+    ("tsvm", {"verbose": 1}, "verbose must be True or False"),
+    ("da", {"T0_factor": 0.0}, "T0_factor must be > 0"),
+    ("da", {"anneal_rate": 0.5}, "anneal_rate > 1"),
+    ("da", {"kl_tol": -1.0}, "kl_tol must be >= 0"),
+    ("da", {"entropy_tol": float("inf")}, "entropy_tol"),
+    ("da", {"max_outer": 0}, "max_outer must be >= 1"),
+    ("da", {"max_inner": 0}, "max_inner must be >= 1"),
+    ("da", {"polish_tol": -1.0}, "polish_tol must be >= 0"),
+    ("da", {"tol": "small"}, "tol must be a real number"),
+])
+def test_solver_options_are_checked_by_name(data, solver, options, match):
+    X, y = data
+    problem = {"mfn": LinearSVM(X[:6], y, 0.1), "tsvm": TSVM(X, y, 0.1, 1.0),
+               "da": DAS3VM(X, y, 0.1, 1.0)}[solver]
+    with pytest.raises(InvalidInputError, match=match):
+        ssl_opt.solve(problem, solver=solver, **options)
+
+
+def test_tsvm_switch_gain_is_the_l2_loss_change():
+    rng = np.random.default_rng(0)
+    o = rng.normal(0.0, 2.0, 50)
+    data = gaussian_blobs(n=18, n_labeled=8, d=3, seed=3)
+    np.testing.assert_array_equal(TSVM(data.X, data.y, 0.1, 1.0).switch_gain(o),
+                                  _l2_switch_gain(o))
 
 
 def test_exhaustive_refuses_large_u():

@@ -72,3 +72,24 @@ def test_problem_is_immutable(parts):
         p.gamma_A = 2.0
     with pytest.raises(ValueError):
         p.K[0, 0] = 5.0
+
+
+@pytest.mark.parametrize("solver,options,match", [
+    ("newton", {"tol": -1.0}, "tol must be >= 0"),
+    ("newton", {"max_iter": 2.5}, "max_iter must be an integer"),
+    ("newton", {"max_iter": -1}, "max_iter must be >= 0"),
+    ("pcg", {"tol": float("nan")}, "tol"),
+    ("pcg", {"max_iter": -3}, "max_iter must be >= 0"),
+    ("pcg", {"early_stopping": "sometimes"}, "early_stopping must be one of"),
+    ("pcg", {"check_every": 0}, "check_every must be >= 1"),
+    ("pcg", {"refresh": 0}, "refresh must be >= 1"),
+    ("pcg", {"callback": 3}, "callback must be callable"),
+    ("laprls-direct", {"tol": 1e-3}, r"unknown option\(s\) \['tol'\]"),
+])
+def test_solver_options_are_checked_by_name(parts, solver, options, match):
+    import ssl_opt
+
+    K, L, y = parts
+    p = LapSVM(K, L, y, 1.0, 1.0, loss="squared")
+    with pytest.raises(ssl_opt.InvalidInputError, match=match):
+        ssl_opt.solve(p, solver=solver, **options)

@@ -30,6 +30,7 @@ from ssl_opt.plugins.npkl.bcd import default_rank
 
 import ssl_opt
 from ssl_opt.builders import knn_graph
+from ssl_opt.components import HuberHinge, Logistic, MarginLoss
 from ssl_opt.datasets.clusters import (
     chessboard,
     double_spiral,
@@ -620,7 +621,7 @@ def _np_kkt(p, Z, y):
     g = np.linalg.eigvalsh(G)
     z = np.linalg.eigvalsh(Z)
     inner = float(np.sum(G * Z))
-    omega = _np_objective(Delta, p.pairs, p.labels, p.C, p.loss, Z)
+    omega = _np_objective(Delta, p.pairs, p.labels, p.C, p.loss.name, Z)
     scale = max(1.0, abs(omega))
     lam = np.linalg.eigvalsh(Delta)[0]
     return {
@@ -907,7 +908,8 @@ def test_builtin_examples_exist_and_build():
         assert name in names
         assert names[name].family == "npkl"
         p = names[name].build()
-        assert isinstance(p, NPKL) and p.loss == loss and p.n == 60 and p.m == 36
+        assert isinstance(p, NPKL) and p.loss.name == loss and p.n == 60 and p.m == 36
+        assert p.structure.variant == loss
 
 
 def test_spd_factor_rejects_indefinite_and_singular_sparse_matrices():
@@ -930,3 +932,82 @@ def test_spd_factor_rejects_indefinite_and_singular_sparse_matrices():
     singular[0, :] = 0.0
     with pytest.raises(ssl_opt.InvalidInputError, match="not positive definite"):
         SPDFactor(sp.csc_matrix(singular))
+
+
+# ------------------------------------------------------------ 11. the loss is an object
+
+
+def _tiny_with(loss):
+    S, pairs, labels = _tiny_data()
+    return NPKL(S, pairs, labels, C=1.0, loss=loss, delta=0.02)
+
+
+def _primal_sdp_of(p, loss_expression):
+    """min tr(ΔZ) + C Σ ℓ(t) over Z ⪰ 0 written here, ℓ given as a CVXPY function of t."""
+    Z = cp.Variable((p.n, p.n), PSD=True)
+    t = cp.multiply(p.labels, Z[p.pairs[:, 0], p.pairs[:, 1]])
+    prog = cp.Problem(cp.Minimize(cp.trace(_dense(p.Delta) @ Z) + p.C * loss_expression(t)))
+    prog.solve(solver="CLARABEL")
+    assert prog.status == "optimal"
+    return float(prog.value)
+
+
+def test_loss_names_and_aliases_build_the_same_problem():
+    assert _tiny_with("squared").loss == _tiny_with("square").loss
+    assert _tiny_with("squared").structure.variant == "square"
+    for loss in LOSSES:
+        p = _tiny_with(loss)
+        assert isinstance(p.loss, MarginLoss) and p.structure.variant == loss
+        assert p.structure.smooth == (loss != "hinge")
+
+
+def test_huber_loss_is_solved_by_both_references_and_by_bcd():
+    """The Huber hinge is not in [003] but its conjugate is quadratic on [0, 1]: the dual SDP
+    of the references agrees with a primal SDP written here, and BCD's box-QP column updates
+    (κ = δ, α ≤ C/2) reach the same optimum."""
+    delta = 0.5
+    p = _tiny_with(HuberHinge(delta))
+    assert p.structure.variant == "huber" and p.structure.smooth
+    value = _primal_sdp_of(p, lambda t: cp.sum(cp.huber(cp.pos(1 - t), delta)) / (2 * delta))
+    ref = ssl_opt.solve(p, solver="cvxpy")
+    bnd = ssl_opt.solve(p, solver="cvxpy-boundary")
+    sol = ssl_opt.solve(p, solver="bcd", tol=1e-10)
+    for s in (ref, bnd):
+        assert s.status == OPTIMAL and _rel(s.objective, value) < 1e-6
+    assert sol.status == OPTIMAL and _rel(sol.objective, value) < 1e-6
+    assert ssl_opt.certify(p, sol, reference=ref).passed
+    # Smooth: the multipliers are −C ℓ'(t) = C min((1 − t)₊, δ)/δ at BCD's kernel.
+    t = p.margins(sol.x["Z"])
+    expected = p.C * np.minimum(np.maximum(0.0, 1.0 - t), delta) / delta
+    np.testing.assert_allclose(sol.x["y"], expected, atol=1e-10)
+
+
+class LogisticWithConjugate(Logistic):
+    """φ(m) = log(1 + e^{−m}) with its conjugate φ*(s) = (−s) log(−s) + (1 + s) log(1 + s) on
+    [−1, 0]: an exponential-cone dual, not a quadratic one."""
+
+    name = "logistic_conjugate"
+
+    @property
+    def capabilities(self):
+        return super().capabilities | {"conjugate"}
+
+    def conjugate(self, s):
+        g = -np.asarray(s, dtype=float)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            inside = -(g * np.log(g) + (1 - g) * np.log(1 - g))
+        return np.where((g >= 0) & (g <= 1), -np.nan_to_num(inside), np.inf)
+
+    def dual_cvxpy(self, y, C):
+        return C * cp.sum(cp.entr(y / C) + cp.entr(1 - y / C)), []
+
+
+def test_a_user_loss_with_a_conjugate_gets_the_reference_and_is_refused_by_bcd():
+    p = _tiny_with(LogisticWithConjugate())
+    value = _primal_sdp_of(p, lambda t: cp.sum(cp.logistic(-t)))
+    ref = ssl_opt.solve(p, solver="cvxpy")
+    assert ref.status == OPTIMAL and _rel(ref.objective, value) < 1e-6
+    with pytest.raises(ssl_opt.UnsupportedProblemError, match="quadratic_conjugate"):
+        ssl_opt.solve(p, solver="bcd")
+    with pytest.raises(ssl_opt.InvalidInputError, match="loss must offer conjugate"):
+        _tiny_with(Logistic())

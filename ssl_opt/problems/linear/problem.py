@@ -1,6 +1,7 @@
 r"""Linear semi-supervised SVMs: L2-SVM, TSVM and DA S3VM [001], DESIGN.md §4.2.
 
-``l2(z) = max(0, 1 − z)²``; ``X̃ = [X, 1]`` when ``bias=True`` (the bias is the last weight and
+``l2(z) = max(0, 1 − z)²``, the :class:`~ssl_opt.components.SquaredHinge` every problem here
+stores as ``loss``; ``X̃ = [X, 1]`` when ``bias=True`` (the bias is the last weight and
 is regularized, as in SVMlin); outputs ``o = X̃ w``.
 
 * :class:`LinearSVM`  ``J(w) = λ/2‖w‖² + ½ Σ_i c_i l2(y_i o_i)``                       [001 eq. 2]
@@ -31,24 +32,15 @@ from ssl_opt._validation import (
     check_positive,
     optional,
 )
+from ssl_opt.components import MarginLoss, SquaredHinge
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import NonConvexProblem, Problem, Structure
 from ssl_opt.problems.linear.design import LinearDesign
 from ssl_opt.solvers import Option
 
-
-def l2_loss(z: np.ndarray) -> np.ndarray:
-    """``max(0, 1 − z)²``."""
-    return np.maximum(0.0, 1.0 - z) ** 2
-
-
-def switch_gain(o: np.ndarray) -> np.ndarray:
-    """``l2(−o) − l2(o)``: the loss change of an unlabeled point relabeled from +1 to −1.
-
-    Strictly increasing in ``o``, so relabeling a positive ``i`` and a negative ``j`` lowers the
-    loss exactly when ``o_i < o_j`` [001 §3.1.2].
-    """
-    return np.maximum(0.0, 1.0 + o) ** 2 - np.maximum(0.0, 1.0 - o) ** 2
+#: The L2 loss of the whole family [001 eq. 2]: MFN's CGLS steps and break-point line search
+#: are written for it.
+L2_LOSS: MarginLoss = SquaredHinge()
 
 
 class LinearSVM(Problem):
@@ -68,6 +60,7 @@ class LinearSVM(Problem):
 
     family = "linear"
     residual_tolerances = {"stationarity": "stationarity"}
+    loss = L2_LOSS
 
     def __init__(self, X, y, lam, cost=None, bias=True):
         bias = check_bool(bias, "bias")
@@ -104,7 +97,8 @@ class LinearSVM(Problem):
     @property
     def structure(self) -> Structure:
         sizes = {"n": self.l, "l": self.l, "d": self.design.d, "nnz": self.design.nnz}
-        return Structure(self.family, "l2svm", True, True, "QP", sizes, self.design.sparse)
+        return Structure(self.family, "l2svm", True, True, self.loss.program_class, sizes,
+                         self.design.sparse)
 
     def outputs(self, w: np.ndarray) -> np.ndarray:
         return self.design.matvec(w)
@@ -112,7 +106,7 @@ class LinearSVM(Problem):
     def objective(self, x) -> float:
         w = self.unpack(x)["w"]
         m = self.y * self.outputs(w)
-        return float(0.5 * self.lam * w @ w + 0.5 * self.cost @ l2_loss(m))
+        return float(0.5 * self.lam * w @ w + 0.5 * self.cost @ self.loss.value(m))
 
     def gradient(self, x) -> dict[str, np.ndarray]:
         """``{"w": λw + X̃_jᵀ C_j (X̃_j w − y_j)}`` over the active set
@@ -141,6 +135,7 @@ class _Transductive(NonConvexProblem):
     """Shared data of TSVM and DA: the first ``l = len(y)`` rows labeled, ``u = n − l`` not."""
 
     family = "linear"
+    loss = L2_LOSS
 
     def __init__(self, X, y, lam, lam_u, r=None, bias=True):
         design = LinearDesign(X, check_bool(bias, "bias"))
@@ -182,11 +177,20 @@ class _Transductive(NonConvexProblem):
 
     def labeled_cost(self, w: np.ndarray, o: np.ndarray) -> float:
         """``λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i o_i)``."""
-        return float(0.5 * self.lam * w @ w + l2_loss(self.y * o[: self.l]).sum() / (2 * self.l))
+        return float(0.5 * self.lam * w @ w
+                     + self.loss.value(self.y * o[: self.l]).sum() / (2 * self.l))
+
+    def switch_gain(self, o: np.ndarray) -> np.ndarray:
+        """``l2(−o) − l2(o)``: the loss change of an unlabeled point relabeled from +1 to −1.
+
+        Strictly increasing in ``o``, so relabeling a positive ``i`` and a negative ``j`` lowers
+        the loss exactly when ``o_i < o_j`` [001 §3.1.2].
+        """
+        return self.loss.value(-o) - self.loss.value(o)
 
     def balanced_labels(self, o_u: np.ndarray) -> np.ndarray:
         """The ``n_pos`` largest outputs labeled +1, the rest −1: for fixed ``w`` this labeling
-        minimizes the TSVM objective among balanced ones (:func:`switch_gain` is monotone)."""
+        minimizes the TSVM objective among balanced ones (:meth:`switch_gain` is monotone)."""
         labels = -np.ones(self.u)
         labels[np.argsort(-o_u, kind="stable")[: self.n_pos]] = 1.0
         return labels
@@ -196,7 +200,7 @@ class _Transductive(NonConvexProblem):
         DA and SVMlin)."""
         o = self.outputs(w)
         y_u = self.balanced_labels(o[self.l:])
-        return self.labeled_cost(w, o) + self.lam_u * l2_loss(y_u * o[self.l:]).sum() / (
+        return self.labeled_cost(w, o) + self.lam_u * self.loss.value(y_u * o[self.l:]).sum() / (
             2 * self.u)
 
     def prediction(self, x) -> np.ndarray:
@@ -242,7 +246,7 @@ class TSVM(_Transductive):
         v = self.unpack(x)
         w, y_u = v["w"], v["y_u"]
         o = self.outputs(w)
-        return self.labeled_cost(w, o) + self.lam_u * l2_loss(y_u * o[self.l:]).sum() / (
+        return self.labeled_cost(w, o) + self.lam_u * self.loss.value(y_u * o[self.l:]).sum() / (
             2 * self.u)
 
     def inner_problem(self, x) -> LinearSVM:
@@ -267,8 +271,8 @@ class TSVM(_Transductive):
         pos, neg = y_u > 0, y_u < 0
         gain = 0.0
         if pos.any() and neg.any():
-            best = switch_gain(np.array([o_u[pos].min()]))[0]
-            worst = switch_gain(np.array([o_u[neg].max()]))[0]
+            best = self.switch_gain(np.array([o_u[pos].min()]))[0]
+            worst = self.switch_gain(np.array([o_u[neg].max()]))[0]
             gain = max(0.0, 0.5 * c_u * (worst - best))
         scale = max(1.0, abs(self.objective(v)))
         return {
@@ -303,7 +307,8 @@ class DAS3VM(_Transductive):
                          self.design.sparse)
 
     def _unlabeled_loss(self, p, o_u) -> float:
-        return float(self.lam_u * (p @ l2_loss(o_u) + (1 - p) @ l2_loss(-o_u)) / (2 * self.u))
+        phi = self.loss.value
+        return float(self.lam_u * (p @ phi(o_u) + (1 - p) @ phi(-o_u)) / (2 * self.u))
 
     def objective(self, x) -> float:
         v = self.unpack(x)
@@ -335,7 +340,7 @@ class DAS3VM(_Transductive):
         """``p_j = 1/(1 + exp((g_j − 2ν)/T))``, ``g_j = λ'[l2(o_j) − l2(−o_j)]``, with ν from
         ``mean(p) = r`` by Brent's method [001 eq. 9] (the ``da`` solver has its own root finder;
         this one is the independent check)."""
-        g = self.lam_u * (l2_loss(o_u) - l2_loss(-o_u))
+        g = self.lam_u * (self.loss.value(o_u) - self.loss.value(-o_u))
         logit_r = np.log(self.r / (1 - self.r))
         lo, hi = g.min() + T * logit_r, g.max() + T * logit_r
 
@@ -372,7 +377,7 @@ class DAS3VM(_Transductive):
         if T is not None and T > 0:
             p_opt = float(np.max(np.abs(p - self.closed_form_p(o_u, T))))
         else:
-            g = l2_loss(o_u) - l2_loss(-o_u)
+            g = self.loss.value(o_u) - self.loss.value(-o_u)
             q = _lp_vertex(g, self.r * self.u)
             gap = 0.5 * c * float(g @ (p - q))
             p_opt = max(0.0, gap) / max(1.0, abs(self.objective(v)))
@@ -395,4 +400,4 @@ def _lp_vertex(g: np.ndarray, mass: float) -> np.ndarray:
     return q
 
 
-__all__ = ["DAS3VM", "LinearSVM", "TSVM", "l2_loss", "switch_gain"]
+__all__ = ["DAS3VM", "L2_LOSS", "LinearSVM", "TSVM"]

@@ -10,14 +10,20 @@ from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
 from ssl_opt.selection.generators import Generator, geometric_scales
 
 
-def _moons(loss, normalized=False, bias=True):
+def _lapsvm(loss: str):
+    """``LapSVM`` with ``loss``, called like the ``LapRLS`` class."""
+    def make(K, L, y, **kwargs):
+        return LapSVM(K, L, y, loss=loss, **kwargs)
+
+    return make
+
+
+def _moons(problem, normalized=False, bias=True):
     def build():
         data = two_moons(n=120, n_labeled=6, noise=0.1, seed=1)
         K = rbf_kernel(data.X, sigma=0.35)
         L = graph_laplacian_from_data(data.X, n_neighbors=6, normalized=normalized)
-        if loss == "squared":
-            return LapRLS(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, bias=bias)
-        return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, loss=loss, bias=bias)
+        return problem(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, bias=bias)
 
     return build
 
@@ -33,26 +39,24 @@ def _blobs_logistic():
 def register_examples():
     return [
         Example("lapsvm-moons", "manifold", "primal LapSVM (squared hinge), two moons n=120",
-                _moons("squared_hinge")),
+                _moons(_lapsvm("squared_hinge"))),
         Example("laprls-moons", "manifold", "LapRLS, two moons n=120, normalized L",
-                _moons("squared", normalized=True)),
+                _moons(LapRLS, normalized=True)),
         Example("lapsvm-hinge-moons", "manifold", "original hinge LapSVM, two moons n=120",
-                _moons("hinge")),
+                _moons(_lapsvm("hinge"))),
         Example("lapsvm-logistic-blobs", "manifold",
                 "logistic LapSVM variant, Gaussian blobs n=100, heat-weighted normalized L",
                 _blobs_logistic),
     ]
 
 
-def _moons_at(loss: str):
+def _moons_at(problem):
     """Two moons with n points, 4 % of them labeled, the RBF kernel and a 6-NN Laplacian."""
     def build(n: int, seed: int):
         data = two_moons(n=n, n_labeled=max(4, n // 25), noise=0.1, seed=seed)
         K = rbf_kernel(data.X, sigma=0.35)
         L = graph_laplacian_from_data(data.X, n_neighbors=6)
-        if loss == "squared":
-            return LapRLS(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
-        return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0, loss=loss)
+        return problem(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
 
     return build
 
@@ -62,10 +66,10 @@ def register_generators():
     grid = geometric_scales(60, 4000)
     bench = (40, 100, 250, 500, 1000, 2000)
     return [
-        Generator("manifold/squared_hinge", ("n",), _moons_at("squared_hinge"),
+        Generator("manifold/squared_hinge", ("n",), _moons_at(_lapsvm("squared_hinge")),
                   "primal LapSVM, two moons with n points", grid, bench),
-        Generator("manifold/squared", ("n",), _moons_at("squared"),
+        Generator("manifold/squared", ("n",), _moons_at(LapRLS),
                   "LapRLS, two moons with n points", grid, bench),
-        Generator("manifold/hinge", ("n",), _moons_at("hinge"),
+        Generator("manifold/hinge", ("n",), _moons_at(_lapsvm("hinge")),
                   "hinge LapSVM (references only), two moons with n points", grid, bench),
     ]

@@ -38,6 +38,9 @@ from ssl_opt.solvers import Option
 
 #: Density above which a sparse Laplacian is stored dense (measured crossover of matvec cost).
 DENSE_L_FILL = 0.25
+#: Variant keys that differ from the loss's name: LapRLS is "squared" in the shipped cost models
+#: (ssl_opt/data/cost_models.json) and docs/bench.
+VARIANT_NAMES = {"square": "squared"}
 
 
 class LapSVM(Problem):
@@ -55,8 +58,8 @@ class LapSVM(Problem):
         Ambient (RKHS) and intrinsic (graph) regularization weights.
     loss : str or MarginLoss
         ``"squared_hinge"`` (primal LapSVM [000 eq. 7]), ``"hinge"`` (original LapSVM
-        [000 eq. 4], half its objective), ``"squared"`` (LapRLS), ``"huber"``, ``"logistic"``
-        or any :class:`~ssl_opt.components.MarginLoss`.
+        [000 eq. 4], half its objective), ``"square"`` or ``"squared"`` (LapRLS), ``"huber"``,
+        ``"logistic"`` or any :class:`~ssl_opt.components.MarginLoss`; stored as the object.
     bias : bool
         Include the unregularized bias ``b``.
     """
@@ -101,26 +104,20 @@ class LapSVM(Problem):
             sizes["nnz_L"] = int(self.L.nnz)
         if sp.issparse(self.K):
             sizes["nnz_K"] = int(self.K.nnz)
-        program = {
-            "squared_hinge": "QP",
-            "squared": "QP",
-            "hinge": "QP",
-            "huber": "QP",
-            "logistic": "exponential-cone",
-        }.get(self.loss.name, "convex")
         return Structure(
             family=self.family,
             variant=self.variant,
             convex=True,
             smooth=self.loss.smooth,
-            program_class=program,
+            program_class=self.loss.program_class,
             sizes=sizes,
             sparse=sp.issparse(self.L),
         )
 
     @property
     def variant(self) -> str:
-        return f"{self.loss.name}{'' if self.bias else ', no bias'}"
+        name = VARIANT_NAMES.get(self.loss.name, self.loss.name)
+        return f"{name}{'' if self.bias else ', no bias'}"
 
     @property
     def unique_prediction(self) -> bool:
@@ -188,7 +185,9 @@ class LapSVM(Problem):
     @cached_property
     def gradient_scale(self) -> float:
         """``max(1, ‖∇J(0, 0)‖)``: residuals are reported relative to this."""
-        d0 = -1.0 if not self.loss.smooth else float(self.loss.derivative(np.zeros(1))[0])
+        d0 = -1.0  # the hinge's slope at 0, for a loss that offers no subgradient
+        if "subgradient" in self.loss.capabilities:
+            d0 = float(self.loss.subgradient_interval(np.zeros(1))[0][0])
         r = np.zeros(self.n)
         r[: self.l] = 0.5 * self.y * d0
         g = self.K_dot(r)
@@ -212,10 +211,9 @@ class LapSVM(Problem):
             pg, g_b = self.preconditioned_gradient(alpha, f, Lf)
             g = self.K_dot(pg)
             return {"stationarity": float(np.sqrt(g @ g + g_b**2)) / self.gradient_scale}
-        try:
+        if "subgradient" in self.loss.capabilities:
             return {"stationarity": self._subdifferential_distance(alpha, f, Lf, kink_tol)}
-        except NotImplementedError:
-            return {}  # a non-smooth user loss without subgradient_interval: gap only
+        return {}  # a non-smooth user loss without subgradient_interval: gap only
 
     def _subdifferential_distance(self, alpha, f, Lf, kink_tol) -> float:
         m = self.y * f[: self.l]

@@ -5,11 +5,13 @@ Over symmetric ``Z`` (n×n)::
     min_{Z ⪰ 0}  Ω(Z) = tr(ΔZ) + C Σ_{{i,j}∈T} ℓ(T_ij Z_ij)                     [003 eq. 1]
 
 with ``Δ = (1+δ)I − D^{-1/2} S D^{-1/2}`` (``⪰ δI`` for a non-negative similarity S), each
-unordered pair listed once, ``T_ij = +1`` (must-link) or ``−1`` (cannot-link), and ℓ one of
-hinge ``max(0, 1−t)``, squared hinge ``max(0, 1−t)²``, square ``(1−t)²``.
+unordered pair listed once, ``T_ij = +1`` (must-link) or ``−1`` (cannot-link), and ℓ a
+:class:`~ssl_opt.components.MarginLoss` with a conjugate: the paper's hinge ``max(0, 1−t)``,
+squared hinge ``max(0, 1−t)²`` and square ``(1−t)²`` [003 §3.2.2], or the Huber hinge.
 
 Optimality (a convex program over the PSD cone). With pair multipliers ``y_p = −C ℓ'(t_p)``
-(``t_p = T_p Z_ij``; for the hinge any ``y_p`` in ``−C ∂ℓ(t_p)``) the gradient matrix is::
+(``t_p = T_p Z_ij``; for a non-smooth ℓ any ``y_p`` in ``−C ∂ℓ(t_p)``) the gradient matrix
+is::
 
     G = Δ − Σ_p y_p T_p (E_ij + E_ji)/2
 
@@ -18,8 +20,8 @@ give a bound on the suboptimality, from convexity and ``tr Z* ≤ Ω(Z)/λ_min(�
 
     Ω(Z) − Ω* ≤ ⟨G, Z⟩ + max(0, −λ_min(G)) · Ω(Z) / λ_min(Δ).
 
-The Lagrange dual (the form the reference solves) is ``max Σ_p (y_p − C ℓ*(−y_p/C))`` subject
-to ``G(y) ⪰ 0``; its PSD multiplier is ``Z``.
+The Lagrange dual (the form the reference solves) is ``max Σ_p −C ℓ*(−y_p/C)`` subject to
+``G(y) ⪰ 0``, with ℓ* the loss's conjugate; its PSD multiplier is ``Z``.
 """
 
 from __future__ import annotations
@@ -33,24 +35,24 @@ from scipy.sparse.linalg import ArpackNoConvergence, eigsh
 
 from ssl_opt._validation import (
     as_float_matrix,
-    check_choice,
     check_positive,
     check_square,
     check_symmetric,
     choice,
 )
 from ssl_opt.builders.laplacian import laplacian, validated_adjacency
-from ssl_opt.components.margin_losses import Hinge, MarginLoss, Square, SquaredHinge
+from ssl_opt.components import MarginLoss, get_margin_loss
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
 from ssl_opt.solvers import Option
 
-#: The losses of [003 §3.2.2], by the names of the public API.
-PAIR_LOSSES: dict[str, type[MarginLoss]] = {
-    "hinge": Hinge, "squared_hinge": SquaredHinge, "square": Square}
+#: What NPKL needs from its loss: the conjugate (the reference solves the Lagrange dual) and
+#: subgradients (the pair multipliers of the certificate).
+LOSS_NEEDS = ("conjugate", "subgradient")
 #: Up to this size the certificate uses dense eigenvalue decompositions, above it Lanczos.
 DENSE_EIG_MAX = 1500
-#: A hinge margin within this distance of 1 is at the kink (its multiplier is free in [0, C]).
+#: A margin within this distance of a kink of a non-smooth loss is at the kink (its
+#: multiplier is free in −C ∂ℓ, [0, C] for the hinge).
 HINGE_KINK_TOL = 1e-6
 #: Largest least-squares system (nonzeros) fitted for hinge kink multipliers from Z alone.
 KINK_FIT_MAX_NNZ = 5_000_000
@@ -108,7 +110,10 @@ class NPKL(Problem):
     labels : (m,) array of ±1
         ``+1`` must-link, ``−1`` cannot-link.
     C : float > 0
-    loss : {"hinge", "squared_hinge", "square"}
+    loss : str or MarginLoss
+        ``"square"`` (or ``"squared"``), ``"squared_hinge"``, ``"hinge"``, ``"huber"``, or any
+        :class:`~ssl_opt.components.MarginLoss` offering ``conjugate`` and ``subgradient``;
+        stored as the object.
     delta : float > 0, optional
         Regularization of Δ; ``C/2`` by default as in [003 §4.2].
 
@@ -125,14 +130,14 @@ class NPKL(Problem):
                            "suboptimality_bound": "stationarity", "symmetry": "feasibility",
                            "pair_multipliers": "stationarity"}
 
-    def __init__(self, S, pairs, labels, C, loss: str = "square", delta=None):
+    def __init__(self, S, pairs, labels, C, loss: str | MarginLoss = "square", delta=None):
         C = check_positive(C, "C")
         delta = C / 2.0 if delta is None else check_positive(delta, "delta")
         Delta = npkl_regularizer(S, delta)  # validates S
         self._setup(Delta, pairs, labels, C, loss, delta, lambda_min_bound=delta)
 
     @classmethod
-    def from_regularizer(cls, Delta, pairs, labels, C, loss: str = "square",
+    def from_regularizer(cls, Delta, pairs, labels, C, loss: str | MarginLoss = "square",
                          lambda_min_bound: float | None = None) -> NPKL:
         """The problem with a given symmetric positive definite ``Δ`` (dense or sparse), e.g.
         the boundary kernel problem of :class:`~ssl_opt.problems.npkl.boundary.BoundaryReduction`.
@@ -152,7 +157,12 @@ class NPKL(Problem):
         return problem
 
     def _setup(self, Delta, pairs, labels, C, loss, delta, lambda_min_bound) -> None:
-        check_choice(loss, "loss", PAIR_LOSSES)
+        loss = get_margin_loss(loss)
+        lacking = [c for c in LOSS_NEEDS if c not in loss.capabilities]
+        if lacking:
+            raise InvalidInputError(
+                f"loss must offer {' and '.join(LOSS_NEEDS)} for NPKL (its reference solves "
+                f"the dual); {loss!r} lacks {', '.join(lacking)}.")
         n = Delta.shape[0]
         self.pairs, self.labels = check_pairs(pairs, labels, n)
         self.Delta = Delta if sp.issparse(Delta) else np.array(Delta)
@@ -160,8 +170,7 @@ class NPKL(Problem):
             self.Delta = sp.csr_matrix(self.Delta)
             self.Delta.sum_duplicates()
         self.C = C
-        self.loss = loss
-        self.loss_fn = PAIR_LOSSES[loss]()
+        self.loss: MarginLoss = loss
         self.delta = delta
         self.lambda_min_bound = float(lambda_min_bound)
         self.n = n
@@ -179,7 +188,7 @@ class NPKL(Problem):
         nnz = int(self.Delta.nnz) if sparse else self.n * self.n
         sizes = {"n": self.n, "l": int(self.constrained_points.size), "m": self.m,
                  "nnz_Delta": nnz, "variables": self.n * (self.n + 1) // 2}
-        return Structure(self.family, self.loss, True, self.loss != "hinge", "SDP", sizes,
+        return Structure(self.family, self.loss.name, True, self.loss.smooth, "SDP", sizes,
                          sparse)
 
     @property
@@ -212,7 +221,7 @@ class NPKL(Problem):
 
     def objective(self, x) -> float:
         Z = self.unpack(x)["Z"]
-        return self.trace_term(Z) + self.C * float(np.sum(self.loss_fn.value(self.margins(Z))))
+        return self.trace_term(Z) + self.C * float(np.sum(self.loss.value(self.margins(Z))))
 
     def prediction(self, x) -> np.ndarray:
         return self.unpack(x)["Z"]
@@ -229,24 +238,27 @@ class NPKL(Problem):
         return self.Delta + E.toarray()
 
     def pair_multipliers(self, Z: np.ndarray) -> np.ndarray:
-        """``y_p = −C ℓ'(t_p)`` from ``Z`` alone. For the hinge, margins at the kink
-        (``|t − 1| ≤ HINGE_KINK_TOL``) get the ``y ∈ [0, C]`` that best satisfies ``GZ = 0`` in
-        least squares (exact at an optimum, where ``G ⪰ 0, Z ⪰ 0, ⟨G, Z⟩ = 0`` give ``GZ = 0``)."""
+        """``y_p = −C ℓ'(t_p)`` from ``Z`` alone. For a non-smooth ℓ, ``y = −C ∂ℓ(t)``; margins
+        at a kink (within ``HINGE_KINK_TOL``, e.g. ``|t − 1|`` for the hinge) get the ``y`` in
+        that interval (``[0, C]`` for the hinge) that best satisfies ``GZ = 0`` in least squares
+        (exact at an optimum, where ``G ⪰ 0, Z ⪰ 0, ⟨G, Z⟩ = 0`` give ``GZ = 0``)."""
         t = self.margins(Z)
-        if self.loss != "hinge":
-            return -self.C * self.loss_fn.derivative(t)
-        y = np.where(t < 1.0, self.C, 0.0)
-        kink = np.flatnonzero(np.abs(t - 1.0) <= HINGE_KINK_TOL)
+        if self.loss.smooth:
+            return -self.C * self.loss.derivative(t)
+        lo, hi = self.loss.subgradient_interval(t, kink_tol=HINGE_KINK_TOL)
+        lower, upper = 0.0 - self.C * hi, 0.0 - self.C * lo  # 0.0 −: no −0.0 multipliers
+        y = upper.copy()
+        kink = np.flatnonzero(upper > lower)
         if kink.size:
-            y[kink] = self._fit_kink_multipliers(Z, y, kink)
+            y[kink] = self._fit_kink_multipliers(Z, y, kink, lower[kink], upper[kink])
         return y
 
-    def _fit_kink_multipliers(self, Z, y, kink) -> np.ndarray:
+    def _fit_kink_multipliers(self, Z, y, kink, lower, upper) -> np.ndarray:
         i, j = self.pairs[kink, 0], self.pairs[kink, 1]
         rows = np.unique(np.concatenate([i, j]))
         k, n = kink.size, self.n
         if 2 * k * n > KINK_FIT_MAX_NNZ:
-            return np.full(k, self.C / 2.0)
+            return 0.5 * (lower + upper)
         y0 = y.copy()
         y0[kink] = 0.0
         G0 = self.gradient_matrix(y0)
@@ -260,10 +272,10 @@ class NPKL(Problem):
         cols = np.repeat(np.concatenate([np.arange(k)] * 2), n)
         A = sp.csr_matrix((vals, (entries, cols)), shape=(rows.size * n, k))
         if A.shape[0] * k <= KINK_FIT_MAX_NNZ:  # small: dense BVLS, exact active set
-            fit = lsq_linear(A.toarray(), -R0.ravel(), bounds=(0.0, self.C), method="bvls",
+            fit = lsq_linear(A.toarray(), -R0.ravel(), bounds=(lower, upper), method="bvls",
                              tol=1e-14)
         else:
-            fit = lsq_linear(A, -R0.ravel(), bounds=(0.0, self.C), method="trf", tol=1e-12,
+            fit = lsq_linear(A, -R0.ravel(), bounds=(lower, upper), method="trf", tol=1e-12,
                              lsmr_tol="auto", max_iter=2000)
         return fit.x
 
@@ -275,8 +287,11 @@ class NPKL(Problem):
         * ``complementarity`` ``|⟨G, Z⟩| / max(1, |Ω(Z)|)``;
         * ``suboptimality_bound`` the bound on ``(Ω(Z) − Ω*) / max(1, |Ω(Z)|)`` above;
         * ``symmetry`` ``max|Z − Zᵀ| / max(1, max|Z|)``;
-        * hinge only, ``pair_multipliers``: ``y ∈ [0, C]`` with ``y_p = C`` when ``t_p < 1`` and
-          ``0`` when ``t_p > 1``, as ``max_p (y_p (t_p−1)₊ + (C−y_p)(1−t_p)₊) / C``.
+        * non-smooth ℓ only, ``pair_multipliers``: ``max_p`` of the loss's
+          :meth:`~ssl_opt.components.MarginLoss.subgradient_residual` of ``−y_p/C ∈ ∂ℓ(t_p)``;
+          for the hinge (``y ∈ [0, C]``, ``y_p = C`` when ``t_p < 1`` and ``0`` when
+          ``t_p > 1``) that is ``max_p (y_p (t_p−1)₊ + (C−y_p)(1−t_p)₊) / C`` plus any
+          distance of y outside [0, C].
 
         ``y`` is the solver's (``x["y"]``) when given and ``multipliers="auto"``, otherwise
         recovered from ``Z`` alone (:meth:`pair_multipliers`).
@@ -307,11 +322,9 @@ class NPKL(Problem):
             "suboptimality_bound": bound / scale,
             "symmetry": symmetry,
         }
-        if self.loss == "hinge":
-            t = self.margins(Zs)
-            slack = (y * np.maximum(0.0, t - 1.0) + (self.C - y) * np.maximum(0.0, 1.0 - t))
-            box = np.maximum(0.0, -y) + np.maximum(0.0, y - self.C)
-            out["pair_multipliers"] = float(np.max(slack + box)) / self.C
+        if not self.loss.smooth:
+            residual = self.loss.subgradient_residual(self.margins(Zs), -y / self.C)
+            out["pair_multipliers"] = float(np.max(residual))
         return out
 
 
