@@ -78,8 +78,8 @@ def datasets():
 
 
 def instance(data, trial: int, C: float, loss: str, k: int = 5) -> NPKL:
-    m = paper_constraint_count(data.X.shape[0])
-    pairs, labels = pairwise_constraints(data.y, m, seed=trial)
+    m = paper_constraint_count(data.n)
+    pairs, labels = pairwise_constraints(data.y_all, m, seed=trial)
     return NPKL(knn_graph(data.X, n_neighbors=k), pairs, labels, C=C, loss=loss)
 
 
@@ -111,7 +111,7 @@ def accuracy(data, trial, C, loss) -> float:
     sol = ssl_opt.solve(instance(data, trial, C, loss), solver="bcd")
     labels = kernel_kmeans(factor=sol.x["Phi"], n_clusters=data.n_clusters, n_init=10,
                            seed=trial)
-    return pair_accuracy(data.y, labels)
+    return pair_accuracy(data.y_all, labels)
 
 
 def part_b(data_sets, trials, grid) -> dict[str, float]:
@@ -130,9 +130,9 @@ def part_b(data_sets, trials, grid) -> dict[str, float]:
             acc = np.array([accuracy(data, t, C, loss) for t in range(trials)]) * 100
             ref = PAPER[name][loss]
             cells.append(f"{acc.mean():5.1f}±{acc.std():4.2f} | {ref[0]:.1f}±{ref[1]:.2f}")
-        base = 100 * evaluate_kernel(factor=data.X, y=data.y, n_init=10, seed=0)[
+        base = 100 * evaluate_kernel(factor=data.X, y=data.y_all, n_init=10, seed=0)[
             "pair_accuracy"]
-        rows.append((name, paper_constraint_count(data.X.shape[0]), C, cells, base))
+        rows.append((name, paper_constraint_count(data.n), C, cells, base))
         log(f"  {name}: {time.perf_counter() - t0:.0f} s")
     print(f"{'data':<11} {'#cons':>5} {'C':>4}  " + "  ".join(f"{loss:<26}" for loss in LOSSES)
           + "  linear k-means")
@@ -149,7 +149,7 @@ def part_c(sizes) -> None:
     cases = [(n, paper_constraint_count(n)) for n in sizes] + [(sizes[-1], int(0.35 * sizes[-1]))]
     for n, m in cases:
         data = double_spiral(n=n, seed=1)
-        pairs, labels = pairwise_constraints(data.y, m, seed=0)
+        pairs, labels = pairwise_constraints(data.y_all, m, seed=0)
         for loss in ("squared_hinge", "square"):
             p = NPKL(knn_graph(data.X, n_neighbors=5), pairs, labels, C=1.0, loss=loss)
             ref, t_ref = timed(lambda p=p: ssl_opt.solve(p, solver="cvxpy-boundary"))
@@ -163,14 +163,15 @@ def part_d(n, m) -> None:
     print(f"\n(d) Scale: double spiral n = {n}, 10-NN graph, m = {m} pairs, C = 1")
     data = double_spiral(n=n, seed=0)
     (S, t_graph) = timed(lambda: knn_graph(data.X, n_neighbors=10))
-    pairs, labels = pairwise_constraints(data.y, m, seed=0)
+    pairs, labels = pairwise_constraints(data.y_all, m, seed=0)
     for loss in ("square", "squared_hinge"):
         p = NPKL(S, pairs, labels, C=1.0, loss=loss)
         red, t_red = timed(p.boundary_reduction)
         sol, t_bcd = timed(lambda p=p: ssl_opt.solve(p, solver="bcd"))
         kkt, t_kkt = timed(lambda p=p, s=sol: p.kkt(s, multipliers="recover"))
         worst = max(kkt, key=kkt.get)
-        acc = pair_accuracy(data.y, kernel_kmeans(factor=sol.x["Phi"], n_clusters=2, seed=0))
+        acc = pair_accuracy(data.y_all, kernel_kmeans(factor=sol.x["Phi"],
+                                                      n_clusters=data.n_clusters, seed=0))
         print(f"{loss:<14} l = {red.reduced.n}, graph {t_graph:.2f} s, reduction {t_red:.1f} s "
               f"(Δ_UU {red._factor.kind} factor, {red._factor.fill} entries), BCD {t_bcd:.1f} s "
               f"({sol.iterations} sweeps, rank {sol.info['rank']}, {sol.status}); total "

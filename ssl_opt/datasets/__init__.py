@@ -1,9 +1,12 @@
-"""Data sets: synthetic semi-supervised sets and G50C (:mod:`.synthetic`), sparse text and
-PCMAC (:mod:`.text`), and labeled clusters with pairwise constraints for NPKL (:mod:`.clusters`).
-The public data files are read from a folder given by the caller or ``$SSL_OPT_DATA``."""
+"""Data sets, all returned as one type, :class:`Dataset` (:mod:`.base`): synthetic
+semi-supervised sets and G50C (:mod:`.synthetic`), sparse text and PCMAC (:mod:`.text`), and
+labeled clusters with pairwise constraints for NPKL (:mod:`.clusters`). The file readers
+:func:`load_svmlight` (a tuple, as scikit-learn's) and :func:`load_mat` (a dict) return the
+files' contents. The public data files are read from a folder given by the caller or
+``$SSL_OPT_DATA``."""
 
+from ssl_opt.datasets.base import ClusterData, Dataset, SSLData, shared_data_dir
 from ssl_opt.datasets.clusters import (
-    ClusterData,
     chessboard,
     double_spiral,
     load_iris_data,
@@ -11,19 +14,12 @@ from ssl_opt.datasets.clusters import (
     pairwise_constraints,
     paper_constraint_count,
 )
-from ssl_opt.datasets.synthetic import (
-    SSLData,
-    g50c_like,
-    gaussian_blobs,
-    load_g50c,
-    shared_data_dir,
-    two_moons,
-)
+from ssl_opt.datasets.synthetic import g50c_like, gaussian_blobs, load_g50c, two_moons
 from ssl_opt.datasets.text import load_mat, load_pcmac, load_svmlight, synthetic_text
 
 __all__ = [
-    "ClusterData", "SSLData", "chessboard", "double_spiral", "g50c_like", "gaussian_blobs",
-    "load_g50c", "load_iris_data", "load_mat", "load_pcmac", "load_svmlight", "load_wine_data",
-    "pairwise_constraints", "paper_constraint_count", "shared_data_dir", "synthetic_text",
-    "two_moons",
+    "ClusterData", "Dataset", "SSLData", "chessboard", "double_spiral", "g50c_like",
+    "gaussian_blobs", "load_g50c", "load_iris_data", "load_mat", "load_pcmac", "load_svmlight",
+    "load_wine_data", "pairwise_constraints", "paper_constraint_count", "shared_data_dir",
+    "synthetic_text", "two_moons",
 ]

@@ -3,9 +3,11 @@ r"""Data for the non-parametric kernel learning (NPKL) experiments of [003 §4].
 Hu, Wang & Chen (ICML 2011) learn a kernel matrix from *pairwise constraints* and evaluate it by
 kernel k-means clustering (see :mod:`ssl_opt.problems.npkl.evaluation`). This module provides
 
-* small multi-class data sets (:class:`ClusterData`): the synthetic *chessboard* and
-  *double-spiral* sets of Hoi et al. (2007) and scikit-learn's bundled *iris* and *wine*
-  (first group of [003 §4.2], Table 3);
+* small multi-class data sets: the synthetic *chessboard* and *double-spiral* sets of Hoi et
+  al. (2007) and scikit-learn's bundled *iris* and *wine* (first group of [003 §4.2], Table 3),
+  each a :class:`~ssl_opt.datasets.base.Dataset` whose every point's class is known
+  (``n_labeled = n``, so ``y == y_all``, int64 labels ``0 .. k-1``; ``n_clusters`` is ``k``):
+  the pairwise constraints are drawn from those classes and clusterings are scored against them;
 * the paper's constraint budget :func:`paper_constraint_count` (:math:`4n \times 30\%` pairs for
   "much" and :math:`4n \times 10\%` for "little" side information, [003 §4.2]);
 * :func:`pairwise_constraints`, which draws random must-link / cannot-link pairs, half of each
@@ -16,16 +18,14 @@ from __future__ import annotations
 
 import math
 import numbers
-from dataclasses import dataclass
 
 import numpy as np
 
 from ssl_opt._validation import check_bool, check_choice, check_int, check_nonnegative
-from ssl_opt.datasets.synthetic import _check_seed
+from ssl_opt.datasets.base import Dataset, check_seed
 from ssl_opt.exceptions import InvalidInputError
 
 __all__ = [
-    "ClusterData",
     "chessboard",
     "double_spiral",
     "load_iris_data",
@@ -33,29 +33,6 @@ __all__ = [
     "paper_constraint_count",
     "pairwise_constraints",
 ]
-
-
-@dataclass
-class ClusterData:
-    """A labeled clustering data set.
-
-    Attributes
-    ----------
-    X : ndarray, shape (n, d), float64
-        The points.
-    y : ndarray, shape (n,), int64
-        Class labels ``0 .. k-1``.
-    name : str
-    """
-
-    X: np.ndarray
-    y: np.ndarray
-    name: str
-
-    @property
-    def n_clusters(self) -> int:
-        """Number of distinct classes ``k`` in ``y``."""
-        return int(np.unique(self.y).size)
 
 
 # ----------------------------------------------------------------------------- helpers
@@ -72,6 +49,11 @@ def _split_counts(n: int) -> tuple[int, int]:
     return n - n // 2, n // 2
 
 
+def _labeled_clusters(X: np.ndarray, y: np.ndarray, name: str) -> Dataset:
+    """A clustering set: every point's class is known (``n_labeled = n``)."""
+    return Dataset(X=X, y_all=y, n_labeled=y.size, name=name)
+
+
 def _round_half_up(x: float) -> int:
     """``floor(x + 1/2)``; values within 1e-9 below a tie count as the tie (float noise)."""
     return int(math.floor(x + 0.5 + 1e-9))
@@ -80,7 +62,7 @@ def _round_half_up(x: float) -> int:
 # ----------------------------------------------------------------------------- synthetic sets
 
 
-def chessboard(n: int = 100, seed: int = 0) -> ClusterData:
+def chessboard(n: int = 100, seed: int = 0) -> Dataset:
     r"""Points on a 4x4 chessboard of unit cells, labeled by the colour of their cell.
 
     The board is :math:`[0, 4)^2`; the label of :math:`x = (x_1, x_2)` is the parity
@@ -95,7 +77,7 @@ def chessboard(n: int = 100, seed: int = 0) -> ClusterData:
     on the board.) The rows are in random order.
     """
     n = check_int(n, "n", 2)
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
     n0, n1 = _split_counts(n)
     y = np.concatenate([np.zeros(n0, dtype=np.int64), np.ones(n1, dtype=np.int64)])
     y = rng.permutation(y)
@@ -107,10 +89,10 @@ def chessboard(n: int = 100, seed: int = 0) -> ClusterData:
     pick = rng.integers(0, 8, size=n)
     corner = by_colour[y, pick].astype(np.float64)
     X = corner + rng.random((n, 2))
-    return ClusterData(X=X, y=y, name=f"chessboard(n={n})")
+    return _labeled_clusters(X, y, f"chessboard(n={n})")
 
 
-def double_spiral(n: int = 100, noise: float = 0.03, seed: int = 0) -> ClusterData:
+def double_spiral(n: int = 100, noise: float = 0.03, seed: int = 0) -> Dataset:
     r"""Two interleaved Archimedean spirals in the plane (classes 0 and 1).
 
     Class 0 is :math:`r(\theta)\,(\cos\theta, \sin\theta)` with :math:`r(\theta) =
@@ -129,7 +111,7 @@ def double_spiral(n: int = 100, noise: float = 0.03, seed: int = 0) -> ClusterDa
     """
     n = check_int(n, "n", 2)
     noise = _check_noise(noise)
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
     n0, n1 = _split_counts(n)
     y = np.concatenate([np.zeros(n0, dtype=np.int64), np.ones(n1, dtype=np.int64)])
     u = np.concatenate([(np.arange(m) + rng.random(m)) / m for m in (n0, n1)])
@@ -140,13 +122,13 @@ def double_spiral(n: int = 100, noise: float = 0.03, seed: int = 0) -> ClusterDa
     X[y == 1] *= -1.0  # rotation by pi
     X += noise * rng.standard_normal((n, 2))
     order = rng.permutation(n)
-    return ClusterData(X=X[order], y=y[order], name=f"double_spiral(n={n}, noise={noise:g})")
+    return _labeled_clusters(X[order], y[order], f"double_spiral(n={n}, noise={noise:g})")
 
 
 # ----------------------------------------------------------------------------- UCI sets
 
 
-def _bundled(loader, name: str, standardize) -> ClusterData:
+def _bundled(loader, name: str, standardize) -> Dataset:
     standardize = check_bool(standardize, "standardize")
     X, y = loader(return_X_y=True)
     X = np.asarray(X, dtype=np.float64)
@@ -155,10 +137,10 @@ def _bundled(loader, name: str, standardize) -> ClusterData:
         sd = X.std(axis=0)
         X = (X - X.mean(axis=0)) / np.where(sd > 0, sd, 1.0)
         name += "(standardized)"
-    return ClusterData(X=np.ascontiguousarray(X), y=y, name=name)
+    return _labeled_clusters(np.ascontiguousarray(X), y, name)
 
 
-def load_iris_data(standardize: bool = False) -> ClusterData:
+def load_iris_data(standardize: bool = False) -> Dataset:
     r"""Fisher's *iris* (150 points, 4 features, 3 classes of 50) from scikit-learn's bundle.
 
     Uses :func:`sklearn.datasets.load_iris` (no download). With ``standardize=True`` each
@@ -171,7 +153,7 @@ def load_iris_data(standardize: bool = False) -> ClusterData:
     return _bundled(load_iris, "iris", standardize)
 
 
-def load_wine_data(standardize: bool = False) -> ClusterData:
+def load_wine_data(standardize: bool = False) -> Dataset:
     r"""UCI *wine* (178 points, 13 features, 3 classes of 59/71/48) from scikit-learn's bundle.
 
     Uses :func:`sklearn.datasets.load_wine` (no download). The raw features have very different
@@ -332,7 +314,7 @@ def pairwise_constraints(
     y = _check_labels(y)
     m = check_int(n_pairs, "n_pairs", 1)
     f = _check_fraction(must_link_fraction)
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
     n = y.size
     m_must = _round_half_up(m * f)
     m_cannot = m - m_must

@@ -1,26 +1,24 @@
 r"""Small semi-supervised data sets: synthetic generators and the G50C benchmark loader.
 
-Every function returns an :class:`SSLData` whose first ``n_labeled`` rows of ``X`` are the
-labeled points (``y`` holds their ±1 labels, ``y == y_all[:n_labeled]``); the remaining rows are
-unlabeled, with their true labels in ``y_all`` for measuring the transductive error. ``X_test`` /
-``y_test`` hold optional out-of-sample points (empty arrays when ``n_test=0``).
+Every function returns a :class:`~ssl_opt.datasets.base.Dataset` whose first ``n_labeled`` rows
+of ``X`` are the labeled points (``y`` holds their ±1 labels, ``y == y_all[:n_labeled]``); the
+remaining rows are unlabeled, with their true labels in ``y_all`` for measuring the transductive
+error. ``X_test`` / ``y_test`` hold optional out-of-sample points (empty arrays when
+``n_test=0``).
 """
 
 from __future__ import annotations
 
 import numbers
-import os
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 from scipy.stats import norm
 
 from ssl_opt._validation import check_int, check_positive
+from ssl_opt.datasets.base import Dataset, check_seed, resolve_data_file, shared_data_dir
 from ssl_opt.exceptions import InvalidInputError
 
 __all__ = [
-    "SSLData",
     "two_moons",
     "gaussian_blobs",
     "g50c_like",
@@ -29,50 +27,7 @@ __all__ = [
 ]
 
 
-@dataclass
-class SSLData:
-    """A semi-supervised problem instance.
-
-    Attributes
-    ----------
-    X : ndarray, shape (n, d)
-        All training points; rows ``0 .. n_labeled-1`` are labeled.
-    y : ndarray, shape (n_labeled,)
-        ±1 labels of the first ``n_labeled`` rows.
-    y_all : ndarray, shape (n,)
-        ±1 labels of all rows (``y_all[:n_labeled] == y``).
-    X_test : ndarray, shape (n_test, d)
-        Out-of-sample points (possibly 0 rows).
-    y_test : ndarray, shape (n_test,)
-    name : str
-    """
-
-    X: np.ndarray
-    y: np.ndarray
-    y_all: np.ndarray
-    X_test: np.ndarray
-    y_test: np.ndarray
-    name: str
-
-    @property
-    def n_labeled(self) -> int:
-        """Number of labeled points ``l = len(y)``."""
-        return int(self.y.shape[0])
-
-
 # ----------------------------------------------------------------------------- helpers
-
-
-def _check_seed(seed) -> np.random.Generator:
-    if isinstance(seed, np.random.Generator):
-        return seed
-    if seed is None or (isinstance(seed, numbers.Integral) and not isinstance(seed, bool)):
-        if seed is not None and int(seed) < 0:
-            raise InvalidInputError(f"seed must be a non-negative integer, got {seed!r}.")
-        return np.random.default_rng(seed)
-    raise InvalidInputError(
-        f"seed must be a non-negative integer, None or a numpy Generator, got {seed!r}."
-    )
 
 
 def _balanced_labels(n: int, rng: np.random.Generator) -> np.ndarray:
@@ -91,7 +46,7 @@ def _arrange(
     X_test: np.ndarray,
     y_test: np.ndarray,
     name: str,
-) -> SSLData:
+) -> Dataset:
     """Move ``n_labeled`` randomly chosen points to the front.
 
     With ``n_labeled >= 2``, ``n_labeled // 2`` points come from each class (one more random
@@ -121,13 +76,13 @@ def _arrange(
     order = np.concatenate([lab, np.flatnonzero(mask)])
     Xo = np.ascontiguousarray(X[order], dtype=np.float64)
     yo = np.ascontiguousarray(y_all[order], dtype=np.float64)
-    return SSLData(
+    return Dataset(
         X=Xo,
-        y=yo[:n_labeled].copy(),
         y_all=yo,
+        n_labeled=n_labeled,
+        name=name,
         X_test=np.ascontiguousarray(X_test, dtype=np.float64),
         y_test=np.ascontiguousarray(y_test, dtype=np.float64),
-        name=name,
     )
 
 
@@ -155,7 +110,7 @@ def _two_gaussians(
 
 def two_moons(
     n: int = 200, n_labeled: int = 2, noise: float = 0.1, seed: int = 0, n_test: int = 0
-) -> SSLData:
+) -> Dataset:
     r"""Two interleaving half circles (:func:`sklearn.datasets.make_moons`) with ±1 labels.
 
     The lower moon (scikit-learn class 1) is labeled +1, the upper one −1. ``n + n_test``
@@ -170,7 +125,7 @@ def two_moons(
         raise InvalidInputError(f"noise must be a real number >= 0, got {noise!r}.")
     if not np.isfinite(noise):
         raise InvalidInputError(f"noise must be finite, got {noise!r}.")
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
     state = int(rng.integers(0, 2**31 - 1))
     Xa, lab = make_moons(n_samples=n + n_test, noise=float(noise), shuffle=True, random_state=state)
     ya = 2.0 * lab.astype(np.float64) - 1.0
@@ -186,7 +141,7 @@ def gaussian_blobs(
     separation: float = 3.0,
     seed: int = 0,
     n_test: int = 0,
-) -> SSLData:
+) -> Dataset:
     r"""Two unit-covariance Gaussian classes in :math:`\mathbb R^d` with equal priors.
 
     Class :math:`y \in \{-1, +1\}` has mean :math:`y\,(\delta/2)\,e` with
@@ -197,7 +152,7 @@ def gaussian_blobs(
     n, n_labeled, n_test = _check_sizes(n, n_labeled, n_test)
     d = check_int(d, "d", 1)
     delta = check_positive(separation, "separation")
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
     mean = np.full(d, 0.5 * delta / np.sqrt(d))
     X, y = _two_gaussians(n, mean, rng)
     Xt, yt = _two_gaussians(n_test, mean, rng)
@@ -206,7 +161,7 @@ def gaussian_blobs(
 
 def g50c_like(
     n: int = 550, n_labeled: int = 50, d: int = 50, seed: int = 0, n_test: int = 0
-) -> SSLData:
+) -> Dataset:
     r"""Synthetic G50C: two unit-covariance Gaussians in :math:`\mathbb R^d`, Bayes error 5%.
 
     Class :math:`y \in \{-1,+1\}` (equal priors) has mean :math:`y\,\mu\,e`, :math:`e =
@@ -216,7 +171,7 @@ def g50c_like(
     """
     n, n_labeled, n_test = _check_sizes(n, n_labeled, n_test)
     d = check_int(d, "d", 1)
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
     mu = float(norm.ppf(0.95))
     mean = np.full(d, mu / np.sqrt(d))
     X, y = _two_gaussians(n, mean, rng)
@@ -227,51 +182,7 @@ def g50c_like(
 # ----------------------------------------------------------------------------- benchmark files
 
 
-def shared_data_dir() -> Path | None:
-    """Folder holding the shared benchmark ``.mat`` files, or ``None`` when absent.
-
-    Looked up in order: the directory named by the environment variable ``SSL_OPT_DATA``;
-    ``../shared/data`` relative to the current working directory; ``../shared/data`` relative to
-    each parent directory of this file (i.e. a ``shared/data`` folder next to the checkout).
-    """
-    candidates: list[Path] = []
-    env = os.environ.get("SSL_OPT_DATA")
-    if env:
-        candidates.append(Path(env).expanduser())
-    candidates.append(Path.cwd() / ".." / "shared" / "data")
-    for parent in Path(__file__).resolve().parents:
-        candidates.append(parent.parent / "shared" / "data")
-    for cand in candidates:
-        try:
-            if cand.is_dir():
-                return cand.resolve()
-        except OSError:
-            continue
-    return None
-
-
-def _resolve_mat(filename: str, path) -> Path:
-    if path is None:
-        folder = shared_data_dir()
-        if folder is None:
-            raise FileNotFoundError(
-                f"{filename} not found: no shared data folder (set SSL_OPT_DATA to the folder "
-                f"holding {filename}, or pass path=...)."
-            )
-        file = folder / filename
-    else:
-        file = Path(path).expanduser()
-        if file.is_dir():
-            file = file / filename
-    if not file.is_file():
-        raise FileNotFoundError(
-            f"{filename} not found at {file}; pass path= pointing to the file or its folder, "
-            "or set SSL_OPT_DATA."
-        )
-    return file
-
-
-def load_g50c(split: int = 0, path=None) -> SSLData:
+def load_g50c(split: int = 0, path=None) -> Dataset:
     """Load the G50C benchmark (550 points in 50 dimensions, 50 labeled) for one fixed split.
 
     Reads ``g50c.mat`` (keys ``X`` 550x50, ``y`` ±1, ``idxLabs`` 10x50, ``idxUnls`` 10x500 with
@@ -288,7 +199,7 @@ def load_g50c(split: int = 0, path=None) -> SSLData:
     """
     from scipy.io import loadmat
 
-    file = _resolve_mat("g50c.mat", path)
+    file = resolve_data_file("g50c.mat", path)
     mat = loadmat(str(file))
     missing = [k for k in ("X", "y", "idxLabs", "idxUnls") if k not in mat]
     if missing:
@@ -311,11 +222,5 @@ def load_g50c(split: int = 0, path=None) -> SSLData:
         )
     l = idx_lab.shape[1]  # noqa: E741
     yo = y_all[order]
-    return SSLData(
-        X=np.ascontiguousarray(X[order]),
-        y=yo[:l].copy(),
-        y_all=yo,
-        X_test=np.empty((0, X.shape[1]), dtype=np.float64),
-        y_test=np.empty(0, dtype=np.float64),
-        name=f"g50c(split={split})",
-    )
+    return Dataset(
+        X=np.ascontiguousarray(X[order]), y_all=yo, n_labeled=l, name=f"g50c(split={split})")

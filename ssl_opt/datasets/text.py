@@ -5,10 +5,11 @@ These feed the linear semi-supervised SVM family (L2-SVM, TSVM, DA S3VM of Sindh
 :class:`scipy.sparse.csr_matrix` in canonical format (sorted column indices, no duplicates);
 nothing is densified.
 
-Like :mod:`ssl_opt.datasets.synthetic`, the :class:`~ssl_opt.datasets.SSLData` instances
-returned here put
-the ``n_labeled`` labeled rows first (``y == y_all[:n_labeled]``), the unlabeled rows after them,
-and optional out-of-sample rows in ``X_test`` / ``y_test`` (0 rows when there are none).
+Like :mod:`ssl_opt.datasets.synthetic`, the :class:`~ssl_opt.datasets.base.Dataset` instances
+returned here put the ``n_labeled`` labeled rows first (``y == y_all[:n_labeled]``), the
+unlabeled rows after them, and optional out-of-sample rows in ``X_test`` / ``y_test`` (0 rows
+when there are none). The file readers :func:`load_svmlight` and :func:`load_mat` return the
+files' contents (a tuple and a dict).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt._validation import check_int
-from ssl_opt.datasets.synthetic import SSLData, _check_seed, _resolve_mat, shared_data_dir
+from ssl_opt.datasets.base import Dataset, check_seed, resolve_data_file, shared_data_dir
 from ssl_opt.exceptions import InvalidInputError
 
 __all__ = [
@@ -184,7 +185,7 @@ def _as_index_matrix(value, name: str, file: Path) -> np.ndarray:
     return idx.astype(np.int64)
 
 
-def load_pcmac(split: int = 0, path: str | Path | None = None) -> SSLData:
+def load_pcmac(split: int = 0, path: str | Path | None = None) -> Dataset:
     """Load the PCMAC text benchmark (20 Newsgroups, Windows vs Mac) for one fixed split.
 
     Reads ``text1.mat`` (keys ``X`` sparse 1946x7511 tf-idf, ``y`` ±1, ``idxLabs`` 10x50 and
@@ -200,7 +201,7 @@ def load_pcmac(split: int = 0, path: str | Path | None = None) -> SSLData:
 
     Returns
     -------
-    SSLData
+    Dataset
         ``X`` (float64 CSR, never densified) ordered as [labeled rows of the split; unlabeled
         rows of the split], ``y`` the 50 labels, ``y_all`` all labels in that order. Rows that
         neither index list of the split names (none, in the public file) go to ``X_test`` /
@@ -214,7 +215,7 @@ def load_pcmac(split: int = 0, path: str | Path | None = None) -> SSLData:
         When ``split`` is out of range or the file's contents are malformed (missing keys,
         labels other than ±1, indices out of range or repeated within a split).
     """
-    file = _resolve_mat("text1.mat", path)
+    file = resolve_data_file("text1.mat", path)
     mat = load_mat(file)
     missing = [k for k in ("X", "y", "idxLabs", "idxUnls") if k not in mat]
     if missing:
@@ -246,13 +247,13 @@ def load_pcmac(split: int = 0, path: str | Path | None = None) -> SSLData:
     rest = np.flatnonzero(~covered)
     l = idx_lab.shape[1]
     yo = y_all[order]
-    return SSLData(
+    return Dataset(
         X=_canonical_csr(X[order]),
-        y=yo[:l].copy(),
         y_all=yo,
+        n_labeled=l,
+        name=f"pcmac(split={split})",
         X_test=_canonical_csr(X[rest]),
         y_test=y_all[rest].copy(),
-        name=f"pcmac(split={split})",
     )
 
 
@@ -442,7 +443,7 @@ def synthetic_text(
     noise: float = 0.05,
     n_test: int = 0,
     seed: int | np.random.Generator | None = 0,
-) -> SSLData:
+) -> Dataset:
     r"""Sparse tf-idf-like binary text classification data (fast, fully vectorized).
 
     Model: the vocabulary of ``d`` words has Zipf–Mandelbrot background frequencies
@@ -487,7 +488,7 @@ def synthetic_text(
 
     Returns
     -------
-    SSLData
+    Dataset
         ``X`` (n x d) and ``X_test`` (n_test x d) float64 CSR in canonical format.
 
     Raises
@@ -504,7 +505,7 @@ def synthetic_text(
         raise InvalidInputError(f"r (fraction of positives) must be in (0, 1), got {r!r}.")
     if isinstance(noise, bool) or not isinstance(noise, numbers.Real) or not 0 <= noise < 0.5:
         raise InvalidInputError(f"noise must be a real number in [0, 0.5), got {noise!r}.")
-    rng = _check_seed(seed)
+    rng = check_seed(seed)
 
     n_pos_lab = min(max(round(r * n_labeled), 1), n_labeled - 1)
     y_all = np.concatenate(
@@ -531,11 +532,11 @@ def synthetic_text(
     indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=total))])
     X_full = sp.csr_matrix((vals, words, indptr), shape=(total, d))
     X, X_test = (X_full, X_full[n:]) if n_test == 0 else (X_full[:n], X_full[n:])
-    return SSLData(
+    return Dataset(
         X=X,
-        y=y_all[:n_labeled].copy(),
         y_all=y_all,
+        n_labeled=n_labeled,
+        name=f"synthetic_text(n={n}, d={d}, nnz={nnz_per_row}, l={n_labeled})",
         X_test=X_test,
         y_test=y_test,
-        name=f"synthetic_text(n={n}, d={d}, nnz={nnz_per_row}, l={n_labeled})",
     )

@@ -1,4 +1,5 @@
-"""Tests for ssl_opt.builders (kernels, kNN graphs, Laplacians) and ssl_opt.datasets.synthetic.
+"""Tests for ssl_opt.builders (kernels, kNN graphs, Laplacians), ssl_opt.datasets.synthetic and
+the data set type ssl_opt.datasets.base.Dataset.
 
 Each builder is compared with an independent, deliberately naive computation.
 """
@@ -21,8 +22,8 @@ from ssl_opt.builders import (
     polynomial_kernel,
     rbf_kernel,
 )
+from ssl_opt.datasets import Dataset, chessboard, synthetic_text
 from ssl_opt.datasets.synthetic import (
-    SSLData,
     g50c_like,
     gaussian_blobs,
     load_g50c,
@@ -297,7 +298,8 @@ def test_graph_laplacian_from_data():
 # ----------------------------------------------------------------------------- datasets
 
 
-def _check_sslddata(data: SSLData, n, n_lab, d, n_test):
+def _check_sslddata(data: Dataset, n, n_lab, d, n_test):
+    assert isinstance(data, Dataset)
     assert data.X.shape == (n, d) and data.X.dtype == np.float64
     assert data.y.shape == (n_lab,) and data.y_all.shape == (n,)
     assert data.n_labeled == n_lab
@@ -346,6 +348,51 @@ def test_g50c_like_bayes_error_is_five_percent():
 def test_dataset_validation(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_every_generator_returns_one_dataset_type():
+    import ssl_opt.datasets as datasets
+
+    assert datasets.SSLData is Dataset and datasets.ClusterData is Dataset  # former names
+    sets = [two_moons(n=20, n_labeled=4), gaussian_blobs(n=20, n_labeled=4),
+            g50c_like(n=30, n_labeled=4), synthetic_text(30, 20, nnz_per_row=3, n_labeled=4),
+            chessboard(20)]
+    for data in sets:
+        assert type(data) is Dataset
+        np.testing.assert_array_equal(data.y, data.y_all[: data.n_labeled])
+        assert data.n == data.X.shape[0] == data.y_all.size
+        assert data.n_clusters == np.unique(data.y_all).size
+        assert data.name in repr(data)
+
+
+def test_dataset_for_pure_clustering_and_defaults():
+    X = _rand(6, 2)
+    data = Dataset(X=X, y_all=np.array([0, 2, 1, 2, 0, 1]), n_labeled=0, name="toy")
+    assert data.y.shape == (0,) and data.n_clusters == 3 and data.n == 6
+    assert data.X_test.shape == (0, 2) and isinstance(data.X_test, np.ndarray)
+    assert data.y_test.shape == (0,) and data.y_test.dtype == data.y_all.dtype
+    sparse = Dataset(X=sp.csr_matrix(X), y_all=np.ones(6), n_labeled=6, name="sparse")
+    assert sp.issparse(sparse.X_test) and sparse.X_test.shape == (0, 2)
+    np.testing.assert_array_equal(sparse.y, np.ones(6))
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"y_all": np.ones(5)}, "y_all"),
+        ({"n_labeled": 7}, "n_labeled"),
+        ({"n_labeled": -1}, "n_labeled"),
+        ({"n_labeled": True}, "n_labeled"),
+        ({"n_labeled": 2.0}, "n_labeled"),
+        ({"X": np.ones(6)}, "X must be"),
+        ({"X_test": np.ones((3, 3)), "y_test": np.ones(3)}, "X_test"),
+        ({"X_test": np.ones((3, 2)), "y_test": np.ones(2)}, "y_test"),
+    ],
+)
+def test_dataset_validation_of_fields(kwargs, match):
+    fields = {"X": _rand(6, 2), "y_all": np.ones(6), "n_labeled": 2, "name": "bad"} | kwargs
+    with pytest.raises(ValueError, match=match):
+        Dataset(**fields)
 
 
 def test_load_g50c_missing_file(tmp_path):

@@ -14,6 +14,7 @@ import scipy.sparse as sp
 from sklearn.datasets import dump_svmlight_file
 from sklearn.svm import LinearSVC
 
+from ssl_opt.datasets import Dataset
 from ssl_opt.datasets.synthetic import shared_data_dir
 from ssl_opt.datasets.text import load_mat, load_pcmac, load_svmlight, synthetic_text
 from ssl_opt.exceptions import InvalidInputError
@@ -133,6 +134,7 @@ def test_load_pcmac_all_splits(pcmac_file):
     assert (n, d) == (1946, 7511)
     for split in range(labs.shape[0]):
         data = load_pcmac(split, path=pcmac_file.parent)
+        assert type(data) is Dataset
         order = np.concatenate([labs[split], unls[split]])
         assert np.array_equal(np.sort(order), np.arange(n))  # the public splits cover every row
         assert sp.issparse(data.X) and data.X.format == "csr" and data.X.dtype == np.float64
@@ -216,6 +218,7 @@ def _row_keys(X):
 
 def test_synthetic_text_structure(text_data):
     data = text_data
+    assert type(data) is Dataset
     assert data.X.shape == (N, D) and data.X_test.shape == (N_TEST, D)
     assert data.y.shape == (L,) and data.y_all.shape == (N,) and data.y_test.shape == (N_TEST,)
     np.testing.assert_array_equal(data.y, data.y_all[:L])

@@ -16,8 +16,8 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import cross_val_score
 from sklearn.neighbors import KNeighborsClassifier
 
+from ssl_opt.datasets import Dataset
 from ssl_opt.datasets.clusters import (
-    ClusterData,
     chessboard,
     double_spiral,
     load_iris_data,
@@ -359,7 +359,11 @@ def test_pairwise_constraints_bad_inputs():
 
 def test_chessboard():
     d = chessboard(100, seed=0)
-    assert isinstance(d, ClusterData) and d.n_clusters == 2
+    assert isinstance(d, Dataset) and d.n_clusters == 2
+    # every point's class is known: y is all of y_all, and there is no test set
+    assert d.n_labeled == 100 and d.y_all.dtype == np.int64
+    np.testing.assert_array_equal(d.y, d.y_all)
+    assert d.X_test.shape == (0, 2) and d.y_test.shape == (0,)
     assert d.X.shape == (100, 2) and d.X.dtype == np.float64 and d.y.shape == (100,)
     assert np.bincount(d.y).tolist() == [50, 50]
     assert np.bincount(chessboard(101, seed=0).y).tolist() == [51, 50]
