@@ -66,8 +66,8 @@ def incidence_matrix(i: np.ndarray, j: np.ndarray, n: int,
                          shape=(E, n))
 
 
-#: Fill above which powers are computed with dense matrix products (a sparse product of
-#: nearly full factors is ~25x slower: 13.9 s vs 0.58 s for L^5 of a 50-NN graph, n = 2000).
+#: Fill above which powers are computed with dense matrix products: a sparse product of
+#: nearly full factors costs many dense ones (timed in docs/manifold.md, "Storage").
 DENSE_PRODUCT_FILL = 0.05
 
 

@@ -1,0 +1,52 @@
+"""The layout contract: built-ins registered in process, one folder per family, and a source
+checkout that imports like the installed package."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ssl_opt import registry
+
+ROOT = Path(__file__).resolve().parents[2]
+FAMILIES = ("manifold", "linear", "lass", "npkl", "ere")
+
+
+@pytest.mark.parametrize("name", registry.BUILTIN_PLUGINS)
+def test_each_builtin_plugin_registers_something(name):
+    module = importlib.import_module(name)
+    hooks = [h for h in ("register_solvers", "register_examples", "register_generators")
+             if hasattr(module, h)]
+    assert hooks, f"{name} implements no hook"
+    assert registry.plugin_manager().is_registered(module)
+    for hook in hooks:
+        assert getattr(module, hook)(), f"{name}.{hook} registers nothing"
+
+
+def test_every_family_has_a_problem_a_reference_fast_solvers_and_examples():
+    solvers = registry.solvers()
+    examples = {e.family for e in registry.examples()}
+    for family in FAMILIES:
+        assert family in examples
+        importlib.import_module(f"ssl_opt.problems.{family}.problem")
+        importlib.import_module(f"ssl_opt.reference.{family}")
+        fast = [s for s in solvers.values()
+                if s.backend == "fast" and type(s).__module__.startswith(
+                    f"ssl_opt.plugins.{family}.")]
+        assert fast, f"no fast solver in ssl_opt.plugins.{family}"
+
+
+def test_a_source_checkout_imports_plugins_and_reference_from_the_checkout():
+    if not (ROOT / "plugins" / "__init__.py").is_file():
+        pytest.skip("not run from a source checkout")
+    code = ("import ssl_opt, ssl_opt.plugins.manifold.newton as m, ssl_opt.reference as r; "
+            "print(m.__file__); print(r.__file__); print(len(ssl_opt.list_solvers()))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert Path(out[0]) == ROOT / "plugins" / "manifold" / "newton.py"
+    assert Path(out[1]) == ROOT / "reference" / "__init__.py"
+    assert int(out[2]) == len(registry.solvers())
