@@ -1,4 +1,4 @@
-r"""Exact CVXPY programs for ERE, LRL and sums of norms [004 eqs. 5, 8, 9, 10], DESIGN.md §4.5.
+r"""Exact CVXPY programs for ERE, LRL and sums of norms [004 eqs. 5, 8, 9, 10], docs/design.md §4.5.
 
 Built vectorized, with no Python loop over edges or points:
 

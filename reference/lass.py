@@ -1,4 +1,4 @@
-"""Exact CVXPY program for LASS [002 eq. 1], DESIGN.md §4.3.
+"""Exact CVXPY program for LASS [002 eq. 1], docs/design.md §4.3.
 
 ``λ tr(ZᵀLZ) = λ‖BᵀZ‖²_F`` with the weighted incidence matrix ``B`` (one column
 ``√w_ij (e_i − e_j)`` per edge, so ``L = BBᵀ``): a sum of squares over all K columns at once,

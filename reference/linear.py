@@ -1,4 +1,4 @@
-"""Exact programs for the linear semi-supervised SVM family (DESIGN.md §4.2, [001]).
+"""Exact programs for the linear semi-supervised SVM family (docs/design.md §4.2, [001]).
 
 * :data:`PRIMAL` — the L2-SVM QP ``min λ/2‖w̃‖² + ½ Σ c_i max(0, 1 − y_i x̃_iᵀw̃)²`` with a
   sparse X kept sparse. The convex inner problems of TSVM (labels fixed) and DA (``p`` fixed)

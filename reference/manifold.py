@@ -1,4 +1,4 @@
-"""Exact CVXPY programs for the kernel manifold family (DESIGN.md §4.1, [000 §2.1, eq. 7]).
+"""Exact CVXPY programs for the kernel manifold family (docs/design.md §4.1, [000 §2.1, eq. 7]).
 
 Primal: ``min ½(Σ φ(y_i f_i) + γ_A ‖h‖² + γ_I fᵀLf)`` over ``h = Rᵀα`` with ``K = RRᵀ``
 (eigen-factor, see :func:`kernel_factor`) and ``f = R h + b·1``: the same problem, well

@@ -1,4 +1,4 @@
-r"""Exact SDP references for NPKL [003 eq. 1, eq. 4], DESIGN.md §4.4.
+r"""Exact SDP references for NPKL [003 eq. 1, eq. 4], docs/design.md §4.4.
 
 The program is solved through its Lagrange dual, one variable per pair::
 
@@ -9,7 +9,7 @@ hinge) and ``y − y²/(4C)`` for any ``y`` (square): the loss's
 :meth:`~ssl_opt.components.MarginLoss.dual_cvxpy`. The kernel ``Z`` is the multiplier of the
 PSD constraint. Written this way the PSD constraint's sparsity pattern is the graph plus the
 pairs, which Clarabel decomposes (chordal decomposition); the primal form with ``Z`` as an n×n
-PSD variable took minutes where this takes seconds (DESIGN.md §4.4).
+PSD variable took minutes where this takes seconds (docs/design.md §4.4).
 
 * ``cvxpy`` (this module's :data:`PRIMAL` formulation, registered with the other families):
   the full n×n program.

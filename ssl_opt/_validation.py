@@ -1,4 +1,4 @@
-"""Input checks shared by every public entry point (DESIGN.md §5).
+"""Input checks shared by every public entry point (docs/design.md §5).
 
 Each check raises :class:`ssl_opt.exceptions.InvalidInputError` (a ``ValueError``) naming the
 argument and the fix. Nothing is silently clipped or repaired.

@@ -1,5 +1,5 @@
 """Certificates: check any solution against a reference optimum and against optimality
-residuals computed from the problem data alone (DESIGN.md §2).
+residuals computed from the problem data alone (docs/design.md §2).
 
 Pass rule (CVXPY / qpsolvers / SCS practice)::
 
@@ -170,7 +170,8 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
 
 
 def _gap_check(name, objective, ref, tol) -> tuple[Check, float]:
-    """The DESIGN rule ``|f − p*| ≤ eps_abs + eps_rel·max(1, |p*|) + gap_ref`` (relative)."""
+    """The pass rule of docs/design.md §2, ``|f − p*| ≤ eps_abs + eps_rel·max(1, |p*|) +
+    gap_ref`` (relative)."""
     ref_obj = float(ref.objective)
     gap_ref = ref.info.get("duality_gap") if isinstance(ref, Solution) else None
     if gap_ref is None:

@@ -1,6 +1,6 @@
 """Preconditioned conjugate gradient for the primal LapSVM family [000 Alg. 1, §3.2].
 
-Minimizes ``J(α, b)`` (DESIGN.md §4.1) for any smooth margin loss (squared hinge, squared,
+Minimizes ``J(α, b)`` (docs/design.md §4.1) for any smooth margin loss (squared hinge, squared,
 Huber, logistic, ...). The preconditioner ``P = diag(1, K)`` is never inverted: the
 preconditioned gradient is ``∇̂ = [∇_b; v]`` with ``v = ½J_Lᵀ(y∘φ'(m)) + γ_A α + γ_I L f`` and
 the gradient is ``∇ = P ∇̂ = [∇_b; K v]``. Directions follow Polak–Ribière,

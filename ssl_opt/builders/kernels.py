@@ -104,7 +104,7 @@ def _sq_dist(Xm, Zm, same: bool) -> np.ndarray:
 def rbf_kernel(X, Z=None, sigma: float = 1.0) -> np.ndarray:
     r"""Gaussian (RBF) kernel :math:`K_{ij} = \exp(-\lVert x_i - z_j\rVert^2 / (2\sigma^2))`.
 
-    Note the :math:`2\sigma^2` in the denominator (DESIGN convention; scikit-learn's ``gamma``
+    Note the :math:`2\sigma^2` in the denominator (docs/design.md §3; scikit-learn's ``gamma``
     equals :math:`1/(2\sigma^2)`). Squared distances are computed in vectorized form
     :math:`\lVert x\rVert^2 + \lVert z\rVert^2 - 2x^\top z` and tiny negative round-off values are
     clipped to 0. With ``Z=None`` the result is exactly symmetric with diagonal exactly 1.

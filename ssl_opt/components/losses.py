@@ -1,6 +1,6 @@
 """Margin losses φ(m), m = y·f, and the one registry of them used by every family.
 
-LapSVM/LapRLS (DESIGN.md §4.1), the linear S3VMs (§4.2, the squared hinge) and NPKL (§4.4, on
+LapSVM/LapRLS (docs/design.md §4.1), the linear S3VMs (§4.2, the squared hinge) and NPKL (§4.4, on
 the pair margins ``T_ij Z_ij``) all store a :class:`MarginLoss` object, never its name. A loss
 lists what it offers in ``capabilities``; solvers declare what they need from it
 (``Solver.requires = {"loss": (...)}``) and code asks the loss, never its name:

@@ -1,4 +1,4 @@
-"""The Problem contract shared by every method family (DESIGN.md §2).
+"""The Problem contract shared by every method family (docs/design.md §2).
 
 A Problem is an immutable declaration: data, hyper-parameters, named variables with shapes,
 objective components and a :class:`Structure` record. It evaluates its own objective and KKT

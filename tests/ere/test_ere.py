@@ -1,4 +1,4 @@
-"""ERE, LRL and sums of norms [004], DESIGN.md §4.5: problems, the CVXPY reference, the IRLS
+"""ERE, LRL and sums of norms [004], docs/design.md §4.5: problems, the CVXPY reference, the IRLS
 plugin, the certificate and the prediction helpers.
 
 Every check compares against something computed *independently* of the code under test:

@@ -1,5 +1,5 @@
-"""LASS, the Laplacian assignment model [002], DESIGN.md §4.3: the problem, its CVXPY reference,
-the ADMM plugin, the multipliers, the out-of-sample map and the simplex projection.
+"""LASS, the Laplacian assignment model [002], docs/design.md §4.3: the problem, its CVXPY
+reference, the ADMM plugin, the multipliers, the out-of-sample map and the simplex projection.
 
     min_Z λ tr(ZᵀLZ) − tr(GᵀZ)   s.t.  Z1 = 1,  Z ≥ 0,     L = D − W
     KKT:  2λLZ − G − ν1ᵀ − Ψ = 0,  Z1 = 1,  Z ≥ 0,  Ψ ≥ 0,  Ψ∘Z = 0.

@@ -1,4 +1,4 @@
-"""The linear semi-supervised SVM family [001], DESIGN.md §4.2: L2-SVM-MFN, TSVM and DA S3VM.
+"""The linear semi-supervised SVM family [001], docs/design.md §4.2: L2-SVM-MFN, TSVM and DA S3VM.
 
 Every check compares against something computed *independently* of the code under test: the
 CVXPY reference, scikit-learn's liblinear, dense numpy linear algebra, scipy (finite

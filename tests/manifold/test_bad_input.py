@@ -1,4 +1,4 @@
-"""DESIGN.md §5: every public entry point rejects bad input with a ValueError naming it."""
+"""docs/design.md §5: every public entry point rejects bad input with a ValueError naming it."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""NPKL, non-parametric kernel learning from pairwise constraints [003], DESIGN.md §4.4: the
+"""NPKL, non-parametric kernel learning from pairwise constraints [003], docs/design.md §4.4: the
 problem, its SDP references ("cvxpy", "cvxpy-boundary"), the boundary reduction [003 Prop. 1],
 the BCD plugin [003 §3.2], the KKT certificate, kernel k-means evaluation and bad input.
 

@@ -1,4 +1,4 @@
-"""Elastic and robust embedding, LRL and general sums of norms [Nie et al.].
+"""Elastic and robust embedding, LRL and general sums of norms [Liu et al., 004].
 
 ``problem`` declares the problems, ``examples`` registers the small built-in instances and
 the scalable generators (a plugin).

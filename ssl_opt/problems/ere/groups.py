@@ -1,4 +1,4 @@
-r"""The groups of a sum of norms and the problems built on them [004 eq. 10], DESIGN.md §4.5.
+r"""The groups of a sum of norms and the problems built on them [004 eq. 10], docs/design.md §4.5.
 
 A problem of the form ::
 

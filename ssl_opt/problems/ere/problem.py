@@ -1,4 +1,4 @@
-r"""ERE — elastic and robust embedding [004], and its rigid baseline LRL; DESIGN.md §4.5.
+r"""ERE — elastic and robust embedding [004], and its rigid baseline LRL; docs/design.md §4.5.
 
 Data rows ``x_i ∈ R^d`` (``X`` n×d; the paper stores X as d×n), a symmetric non-negative
 similarity ``A`` (n×n, a sparse kNN graph typically), and the 0/1 label matrix ``Y`` (l×c) of the

@@ -1,5 +1,5 @@
 r"""Sums of Euclidean norms: the general problem of [004 eq. 10] and its certificate,
-DESIGN.md §4.5.
+docs/design.md §4.5.
 
 Over ``x ∈ Rⁿ``::
 

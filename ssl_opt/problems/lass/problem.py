@@ -1,4 +1,4 @@
-r"""LASS: the Laplacian assignment model [002], DESIGN.md §4.3.
+r"""LASS: the Laplacian assignment model [002], docs/design.md §4.3.
 
 ``Z ∈ R^{N×K}`` (N items, K categories)::
 

@@ -1,4 +1,4 @@
-r"""Linear semi-supervised SVMs: L2-SVM, TSVM and DA S3VM [001], DESIGN.md §4.2.
+r"""Linear semi-supervised SVMs: L2-SVM, TSVM and DA S3VM [001], docs/design.md §4.2.
 
 ``l2(z) = max(0, 1 − z)²``, the :class:`~ssl_opt.components.SquaredHinge` every problem here
 stores as ``loss``; ``X̃ = [X, 1]`` when ``bias=True`` (the bias is the last weight and

@@ -1,7 +1,7 @@
 """Kernel manifold regularization: LapSVM (primal, hinge) and LapRLS [000].
 
 Variables ``alpha`` (n,) and ``b`` (scalar, fixed at 0 when ``bias=False``); ``f = Kα + b·1``;
-margins ``m_i = y_i f_i`` on the first ``l = len(y)`` points. DESIGN.md §4.1 fixes the scaling:
+margins ``m_i = y_i f_i`` on the first ``l = len(y)`` points. docs/design.md §4.1 fixes the scaling:
 
     J(α, b) = ½ ( Σ_{i≤l} φ(m_i) + γ_A αᵀKα + γ_I fᵀLf )
 

@@ -1,4 +1,4 @@
-r"""The boundary-kernel reduction of NPKL [003 Prop. 1], DESIGN.md §4.4.
+r"""The boundary-kernel reduction of NPKL [003 Prop. 1], docs/design.md §4.4.
 
 With L the constrained points (in at least one pair) and U the others, the optimum of NPKL is
 ``Z = Q Z_BD Qᵀ`` where ``Z_BD`` (l×l) solves the same problem with ``Δ`` replaced by the Schur

@@ -1,4 +1,4 @@
-r"""NPKL: non-parametric kernel learning from pairwise constraints [003], DESIGN.md §4.4.
+r"""NPKL: non-parametric kernel learning from pairwise constraints [003], docs/design.md §4.4.
 
 Over symmetric ``Z`` (n×n)::
 
