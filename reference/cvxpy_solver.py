@@ -10,12 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from types import SimpleNamespace
 
 import cvxpy as cp
 
 from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
-from ssl_opt.solvers import Option, Solver
+from ssl_opt.solvers import Option, Solver, lacking_capabilities
 
 #: Tighter than Clarabel's 1e-8 defaults: the reference is the ground truth of certificates.
 DEFAULT_SOLVER_OPTIONS = {
@@ -67,9 +66,7 @@ class CvxpyReference(Solver):
         form = self._formulation(problem)
         if form is None:
             return super().missing(problem)
-        # The base class's reasons, for the requirements of this problem's formulation.
-        declared = SimpleNamespace(problem_types=(form.problem_type,), requires=form.requires)
-        return Solver.missing(declared, problem) + list(form.missing(problem))
+        return lacking_capabilities(problem, form.requires) + list(form.missing(problem))
 
     def predicted_time(self, problem) -> float:
         form = self._formulation(problem)

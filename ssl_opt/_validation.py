@@ -87,6 +87,12 @@ def check_binary_labels(y, name: str = "y", n: int | None = None) -> np.ndarray:
     return arr
 
 
+def check_real(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value):
+        raise InvalidInputError(f"{name} must be a finite real number, got {value!r}.")
+    return float(value)
+
+
 def check_positive(value, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise InvalidInputError(f"{name} must be a positive real number, got {value!r}.")
@@ -136,6 +142,17 @@ def integer(low: int, high: int | None = None):
     def check(value, name: str) -> int:
         return check_int(value, name, low, high)
     check.__doc__ = f"an integer >= {low}" + ("" if high is None else f" and <= {high}")
+    return check
+
+
+def greater_than(bound: float):
+    """A real option strictly above ``bound`` (a growth or cooling factor: ``bound = 1``)."""
+    def check(value, name: str) -> float:
+        value = check_positive(value, name) if bound >= 0 else check_real(value, name)
+        if not value > bound:
+            raise InvalidInputError(f"{name} must be > {bound:g}, got {value!r}.")
+        return value
+    check.__doc__ = f"a real number > {bound:g}"
     return check
 
 

@@ -6,7 +6,8 @@ below, advertised under the ``ssl_opt`` entry-point group::
     [project.entry-points.ssl_opt]
     my_solver = "my_package.my_module"
 
-The package's own solvers and examples are registered through the same group.
+The package's own solvers, references and examples implement the same hooks; they are registered
+in process (:data:`ssl_opt.registry.BUILTIN_PLUGINS`) before the entry points are loaded.
 """
 
 from __future__ import annotations

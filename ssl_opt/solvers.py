@@ -58,6 +58,20 @@ def capabilities_of(component) -> frozenset[str]:
     return frozenset(getattr(component, "capabilities", ()))
 
 
+def lacking_capabilities(problem, requires: Mapping[str, tuple[str, ...]]) -> list[str]:
+    """One readable reason per component of ``problem`` that lacks a capability ``requires``
+    names (``{attribute: (capability, ...)}``)."""
+    reasons = []
+    for attribute, needed in requires.items():
+        component = getattr(problem, attribute, None)
+        lacking = [c for c in needed if c not in capabilities_of(component)]
+        if lacking:
+            reasons.append(f"a {attribute} with {', '.join(lacking)} (this problem's "
+                           f"{attribute} {component!r} does not offer "
+                           f"{'it' if len(lacking) == 1 else 'them'})")
+    return reasons
+
+
 class Solver:
     """Base class of solver plugins."""
 
@@ -67,6 +81,9 @@ class Solver:
     problem_types: ClassVar[tuple[type, ...]] = ()
     #: Capabilities needed from the problem's components: ``{attribute: (capability, ...)}``.
     requires: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: Where to go instead, added to the reasons when a problem of a supported type lacks a
+    #: required capability (e.g. which solvers take the hinge loss).
+    hint: ClassVar[str] = ""
     #: Among solvers predicted equally fast, the lower rank is chosen (``backend="auto"``).
     preference: ClassVar[int] = 1
     description: ClassVar[str] = ""
@@ -85,14 +102,9 @@ class Solver:
         if not isinstance(problem, self.problem_types):
             kinds = ", ".join(t.__name__ for t in self.problem_types)
             return [f"problem type {type(problem).__name__} (supports {kinds})"]
-        reasons = []
-        for attribute, needed in self.requires.items():
-            component = getattr(problem, attribute, None)
-            lacking = [c for c in needed if c not in capabilities_of(component)]
-            if lacking:
-                reasons.append(f"a {attribute} with {', '.join(lacking)} (this problem's "
-                               f"{attribute} {component!r} does not offer "
-                               f"{'it' if len(lacking) == 1 else 'them'})")
+        reasons = lacking_capabilities(problem, self.requires)
+        if reasons and self.hint:
+            reasons.append(self.hint)
         return reasons
 
     def supports(self, problem) -> bool:

@@ -59,7 +59,7 @@ import scipy.linalg as la
 from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_bool, check_positive, choice, integer
+from ssl_opt._validation import check_bool, check_positive, choice, greater_than, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
@@ -78,13 +78,6 @@ CHECK_ITERS = 100
 def irls_weights(sq: np.ndarray, delta: float) -> np.ndarray:
     """``s_i = 1 / (2√(‖g_i‖² + δ))`` from ``sq_i = ‖g_i‖²`` [004 eq. 13]."""
     return 0.5 / np.sqrt(sq + delta)
-
-
-def _above_one(value, name: str) -> float:
-    """A real number > 1 (the factor δ is divided by between stages)."""
-    if not check_positive(value, name) > 1:
-        raise InvalidInputError(f"{name} must be a number > 1, got {value!r}.")
-    return float(value)
 
 
 @dataclass(frozen=True)
@@ -140,7 +133,7 @@ class IRLS(Solver):
         "delta_min": Option(1e-12, "δ of the final stage relative to σ²", check_positive),
         "delta_floor": Option(1e-18, "lowest δ/σ² tried when the certificate is not met at "
                               "delta_min (<= delta_min)", check_positive),
-        "delta_factor": Option(10.0, "δ is divided by this between stages", _above_one),
+        "delta_factor": Option(10.0, "δ is divided by this between stages", greater_than(1)),
         "extrapolate": Option(True, "Richardson extrapolation in √δ of consecutive stage ends "
                               "(x* ≈ (q x(δ/q²) − x(δ))/(q − 1), q = √delta_factor), certified "
                               "and returned when it passes", check_bool),

@@ -25,9 +25,9 @@ import time
 import numpy as np
 from scipy.special import expit, rel_entr, xlogy
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
-from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS, above_one
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
 
-from ssl_opt._validation import check_bool, check_nonnegative, check_positive, integer
+from ssl_opt._validation import check_bool, check_nonnegative, check_positive, greater_than, integer
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.problems.linear.problem import DAS3VM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
@@ -79,7 +79,7 @@ class DASolver(Solver):
     options = {
         "T0_factor": Option(10.0, "starting temperature T₀ = T0_factor·λ' (SVMlin: 10)",
                             check_positive),
-        "anneal_rate": Option(1.5, "T is divided by this per stage", above_one),
+        "anneal_rate": Option(1.5, "T is divided by this per stage", greater_than(1)),
         "kl_tol": Option(1e-6, "stop a stage when the mean KL(p_new ‖ p_old) is below this",
                          check_nonnegative),
         "entropy_tol": Option(1e-6, "stop annealing when the mean entropy of p is within this "

@@ -15,7 +15,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from ssl_opt.plugins.manifold.hinted import HintedSolver
 from ssl_opt.plugins.manifold.iterates import initial_point, manifold_solution
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 
@@ -24,10 +23,10 @@ from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.line_search import step_along
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import Option, Solver
 
 
-class Newton(HintedSolver):
+class Newton(Solver):
     name = "newton"
     complexity = {"manifold": (3.0, "O(n³): a dense n×n solve per Newton step, few steps")}
     tolerance_family = "direct"

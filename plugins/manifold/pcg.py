@@ -18,7 +18,6 @@ import time
 
 import numpy as np
 from ssl_opt.plugins.manifold.early_stopping import RULES, EarlyStopping
-from ssl_opt.plugins.manifold.hinted import HintedSolver
 from ssl_opt.plugins.manifold.iterates import initial_point, manifold_solution
 
 from ssl_opt._validation import callable_option, check_nonnegative, choice, integer, optional
@@ -26,10 +25,10 @@ from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.line_search import step_along
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import Option, Solver
 
 
-class PCG(HintedSolver):
+class PCG(Solver):
     name = "pcg"
     complexity = {"manifold": (2.0, "O(k·n²): k dense kernel products")}
     tolerance_family = "iterative"

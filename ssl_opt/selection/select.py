@@ -138,8 +138,8 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
     table = registry.solvers()
     if not table:
         raise UnsupportedProblemError(
-            "no solver is registered: install the package (pip install .) so its entry points "
-            "load."
+            "no solver is registered (were the built-in plugins unregistered?); register one "
+            "with ssl_opt.register_plugin, or reinstall ssl-opt."
         )
     ok = {name: s for name, s in table.items() if s.supports(problem)}
     unsupported = {name: s.missing(problem) for name, s in table.items() if name not in ok}

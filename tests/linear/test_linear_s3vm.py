@@ -887,12 +887,12 @@ def test_solver_options_and_capabilities_are_checked(data):
     with pytest.raises(InvalidInputError, match=r"unknown option\(s\) \['tolerance'\]"):
         ssl_opt.solve(svm, solver="mfn", tolerance=1e-3)
     tsvm = TSVM(X, y, 0.1, 1.0)
-    with pytest.raises(InvalidInputError, match="S >= 1"):
+    with pytest.raises(InvalidInputError, match="S must be >= 1"):
         ssl_opt.solve(tsvm, solver="tsvm", S=0)
     with pytest.raises(InvalidInputError, match="unknown option"):
         ssl_opt.solve(tsvm, solver="tsvm", s=2)
     da = DAS3VM(X, y, 0.1, 1.0)
-    with pytest.raises(InvalidInputError, match="anneal_rate > 1"):
+    with pytest.raises(InvalidInputError, match="anneal_rate must be > 1"):
         ssl_opt.solve(da, solver="da", anneal_rate=1.0)
     with pytest.raises(UnsupportedProblemError, match="problem type TSVM"):
         ssl_opt.solve(tsvm, solver="mfn")
@@ -905,14 +905,14 @@ def test_solver_options_and_capabilities_are_checked(data):
     ("mfn", {"max_iter": 1.5}, "max_iter must be an integer"),
     ("mfn", {"cg_max_iter": -1}, "cg_max_iter must be >= 0"),
     ("mfn", {"forcing": -0.1}, "forcing must be >= 0"),
-    ("tsvm", {"S": 2.0}, "S must be an integer with S >= 1"),
+    ("tsvm", {"S": 2.0}, "S must be an integer"),
     ("tsvm", {"lam_u_start": 0.0}, "lam_u_start must be > 0"),
-    ("tsvm", {"lam_u_factor": 1.0}, "lam_u_factor > 1"),
+    ("tsvm", {"lam_u_factor": 1.0}, "lam_u_factor must be > 1"),
     ("tsvm", {"mfn_max_iter": -2}, "mfn_max_iter must be >= 0"),
     ("tsvm", {"max_retrain": "many"}, "max_retrain must be an integer"),
     ("tsvm", {"verbose": 1}, "verbose must be True or False"),
     ("da", {"T0_factor": 0.0}, "T0_factor must be > 0"),
-    ("da", {"anneal_rate": 0.5}, "anneal_rate > 1"),
+    ("da", {"anneal_rate": 0.5}, "anneal_rate must be > 1"),
     ("da", {"kl_tol": -1.0}, "kl_tol must be >= 0"),
     ("da", {"entropy_tol": float("inf")}, "entropy_tol"),
     ("da", {"max_outer": 0}, "max_outer must be >= 1"),
