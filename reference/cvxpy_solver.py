@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 
+from ssl_opt._validation import check_bool, instance_of, optional
+from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver, lacking_capabilities
 
@@ -22,6 +24,15 @@ DEFAULT_SOLVER_OPTIONS = {
     "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
     "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 1_000_000, "polishing": True},
 }
+
+
+def installed_cvxpy_solver(value, name: str) -> str:
+    """The name of a CVXPY solver installed here (``cvxpy.installed_solvers()``)."""
+    installed = cp.installed_solvers()
+    if not isinstance(value, str) or value.upper() not in installed:
+        raise InvalidInputError(f"{name} must be one of the installed CVXPY solvers "
+                                f"{sorted(installed)}, got {value!r}.")
+    return value.upper()
 
 
 @dataclass(frozen=True)
@@ -40,9 +51,11 @@ class CvxpyReference(Solver):
     backend = "reference"
     tolerance_family = "reference"
     options = {
-        "cvxpy_solver": Option("CLARABEL", "CVXPY solver name (CLARABEL, SCS, ...)"),
-        "verbose": Option(False, "print the solver's log"),
-        "solver_options": Option(None, "dict of options passed to the CVXPY solver"),
+        "cvxpy_solver": Option("CLARABEL", "CVXPY solver name (CLARABEL, SCS, ...)",
+                               installed_cvxpy_solver),
+        "verbose": Option(False, "print the solver's log", check_bool),
+        "solver_options": Option(None, "dict of options passed to the CVXPY solver",
+                                 optional(instance_of(dict))),
     }
 
     def __init__(self, name: str, formulations: list[Formulation], description: str,

@@ -17,7 +17,13 @@ from math import comb
 
 import cvxpy as cp
 import numpy as np
-from ssl_opt.reference.cvxpy_solver import DEFAULT_SOLVER_OPTIONS, Formulation, _failed
+from ssl_opt.reference.cvxpy_solver import (
+    DEFAULT_SOLVER_OPTIONS,
+    CvxpyReference,
+    Formulation,
+    _failed,
+    installed_cvxpy_solver,
+)
 
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
@@ -73,8 +79,9 @@ class ExhaustiveTSVM(Solver):
     description = ("Global optimum of TSVM (and of DA's T = 0 target) for u <= 12: every "
                    "balanced labeling solved exactly by CVXPY (one DPP program).")
     options = {
-        "cvxpy_solver": Option("CLARABEL", "CVXPY solver for each labeling's L2-SVM"),
-        "solver_options": Option(None, "dict of options passed to the CVXPY solver"),
+        "cvxpy_solver": Option("CLARABEL", "CVXPY solver for each labeling's L2-SVM",
+                               installed_cvxpy_solver),
+        "solver_options": CvxpyReference.options["solver_options"],
     }
 
     def missing(self, problem) -> list[str]:
