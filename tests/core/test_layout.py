@@ -50,3 +50,38 @@ def test_a_source_checkout_imports_plugins_and_reference_from_the_checkout():
     assert Path(out[0]) == ROOT / "plugins" / "manifold" / "newton.py"
     assert Path(out[1]) == ROOT / "reference" / "__init__.py"
     assert int(out[2]) == len(registry.solvers())
+
+
+def _family_map_rows(path: Path) -> dict[str, str]:
+    """The rows of the family map table in ``path``, by family (first column)."""
+    rows = {}
+    for line in path.read_text().splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if line.startswith("| ") and cells[0] in FAMILIES:
+            rows[cells[0]] = line
+    return rows
+
+
+@pytest.mark.parametrize("doc", ["README.md", "docs/architecture.md"])
+def test_the_family_map_names_every_solver_and_residual(doc):
+    import re
+
+    rows = _family_map_rows(ROOT / doc)
+    assert set(rows) == set(FAMILIES), f"{doc}: the map has rows {sorted(rows)}"
+    examples = {}
+    for example in registry.examples():
+        examples.setdefault(example.family, []).append(example.build())
+    for family, row in rows.items():
+        named = set(re.findall(r"`([^`]+)`", row))
+        problems = examples[family]
+        for name, solver in registry.solvers().items():
+            if any(solver.supports(p) for p in problems):
+                assert name in named, f"{doc}: {family} row does not name solver {name!r}"
+        for problem in problems:
+            assert type(problem).__name__ in named
+            for residual in type(problem).residual_tolerances:
+                assert residual in named, f"{doc}: {family} row lacks residual {residual!r}"
+        docs_cell = [c.strip() for c in row.strip().strip("|").split("|")][5]
+        pages = re.findall(r"([\w]+\.md)", docs_cell)
+        assert pages and all((ROOT / "docs" / page).is_file() for page in pages), docs_cell
+        assert f"tests/{family}/" in row and (ROOT / "tests" / family).is_dir()
