@@ -44,7 +44,7 @@ Parts (stdout is the report, progress goes to stderr):
     plain iteration, the other linear solver, and the defaults with the default BLAS threads.
     Rows with the fixed initial ρ* stop at ``--slow-cap`` iterations at N >= 10,000. The table
     reads options and defaults from the registered solver, so it follows edits of
-    ``plugins/admm.py``.
+    ``plugins/lass/admm.py``.
 (e) Figure (the paper's Figure 1 experiment): two moons (200 points, noise 0.1), K = 2, +1 for
     one point in each moon; relative error |f(Z_k) − f*|/|f*| of the objective at the iterate
     Z_k (f* = Clarabel) versus iteration for ρ = ρ*·{1/100 ... 100} (ρ* = the plugin's initial
@@ -155,7 +155,7 @@ def admm_defaults() -> dict:
 
 
 def admm_kwargs(**kw) -> dict:
-    """Drop options the solver does not have (``plugins/admm.py`` is being edited)."""
+    """Drop the options the installed ADMM solver (``plugins/lass/admm.py``) does not have."""
     have = admm_defaults()
     return {k: v for k, v in kw.items() if k in have}
 
