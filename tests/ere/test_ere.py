@@ -379,6 +379,96 @@ def test_lrl_matches_dense_least_squares_and_cvxpy():
     assert problem.kkt({"W": W, "b": sol.x["b"]})["stationarity"] > 1e-5
 
 
+def _np_laplacian(A):
+    A = _dense(A)
+    return np.diag(A.sum(axis=1)) - A
+
+
+def _directional_differences(objective, x, grad, rng, h=1e-4):
+    """Central differences of ``objective`` at ``x`` along a random unit direction per
+    variable against ``⟨grad, direction⟩``: the largest disagreement relative to
+    ``max(1, |f(x)|)`` (exact up to round-off on a quadratic)."""
+    scale = max(1.0, abs(objective(x)))
+    worst = 0.0
+    for key, value in x.items():
+        d = rng.standard_normal(np.shape(value))
+        d /= np.linalg.norm(d)
+        fd = (objective({**x, key: value + h * d}) - objective({**x, key: value - h * d})) / (2 * h)
+        worst = max(worst, abs(fd - np.sum(grad[key] * d)) / scale)
+    return worst
+
+
+@pytest.mark.parametrize("sparse_X", [False, True])
+def test_squared_ere_gradient_against_numpy_and_finite_differences(sparse_X):
+    """The gradient of [004 eq. 8] in every entry of F (the labeled rows too), W and b from
+    the formula with a dense Laplacian built here (``½ Σ_{i,j} A_ij ‖f_i − f_j‖²`` has
+    ``∇_F = 2LF``), central differences of the numpy objective, and a zero gradient in
+    ``(F_u, W, b)`` at the dense least-squares optimum; robust ERE has no gradient."""
+    data, robust = _case("n60-kinked")
+    X = sp.csr_matrix(data.X) if sparse_X else data.X
+    alpha, beta = robust.alpha, robust.beta
+    problem = ERE(X, data.A, data.Y, alpha, beta, robust=False)
+    rng = np.random.default_rng(4)
+    n, d, c, l = problem.n, problem.d, problem.c, problem.l
+    x = {"F": rng.standard_normal((n, c)), "W": rng.standard_normal((d, c)),
+         "b": rng.standard_normal(c)}
+    R = data.X @ x["W"] + x["b"][None, :] - x["F"]
+    expected = {"F": 2 * _np_laplacian(data.A) @ x["F"] - 2 * alpha * R,
+                "W": 2 * alpha * data.X.T @ R + 2 * beta * x["W"],
+                "b": 2 * alpha * R.sum(axis=0)}
+    grad = problem.gradient(x)
+    assert set(grad) == set(expected)
+    for key, value in expected.items():
+        assert grad[key].shape == value.shape
+        np.testing.assert_allclose(grad[key], value, rtol=1e-11, atol=1e-11)
+
+    def objective(v):
+        return _np_objective(data.X, data.A, v["W"], v["b"], v["F"], alpha, beta, False)
+
+    assert _directional_differences(objective, x, grad, rng) < 1e-9
+    ls = _lstsq_squared_ere(data.X, data.A, data.Y, alpha, beta)
+    at_optimum = problem.gradient(ls)
+    free = np.concatenate([at_optimum["F"][l:].ravel(), at_optimum["W"].ravel(),
+                           at_optimum["b"]])
+    assert np.abs(free).max() < 1e-9
+    assert np.abs(at_optimum["F"][:l]).max() > 1e-3  # F_l = Y is held, not optimal
+    with pytest.raises(NotImplementedError, match="not smooth"):
+        robust.gradient(x)
+
+
+def test_lrl_gradient_against_numpy_finite_differences_and_least_squares():
+    """The gradient of [004 eq. 5] from the formula with a dense Laplacian built here,
+    central differences of the numpy objective, twice the residual of the normal equations,
+    and zero at the dense least-squares optimum."""
+    data, _ = _case("n100")
+    alpha, beta = 0.3, 0.01
+    problem = LRL(data.X, data.A, data.Y, alpha, beta)
+    rng = np.random.default_rng(5)
+    X, l = data.X, problem.l
+    x = {"W": rng.standard_normal((problem.d, problem.c)), "b": rng.standard_normal(problem.c)}
+    Rl = X[:l] @ x["W"] + x["b"][None, :] - data.Y
+    expected = {"W": (2 * X.T @ _np_laplacian(data.A) @ X @ x["W"] + 2 * alpha * X[:l].T @ Rl
+                      + 2 * beta * x["W"]),
+                "b": 2 * alpha * Rl.sum(axis=0)}
+    grad = problem.gradient(x)
+    assert set(grad) == set(expected)
+    for key, value in expected.items():
+        assert grad[key].shape == value.shape
+        scale = max(1.0, np.abs(value).max())
+        np.testing.assert_allclose(grad[key], value, rtol=1e-11, atol=1e-12 * scale)
+
+    def objective(v):
+        return _np_lrl_objective(X, data.A, data.Y, v["W"], v["b"], alpha, beta)
+
+    assert _directional_differences(objective, x, grad, rng) < 1e-9
+    H, rhs = problem.normal_equations()  # ∇ = 2(H [W; bᵀ] − R)
+    residual = 2 * (H @ np.vstack([x["W"], x["b"][None, :]]) - rhs)
+    np.testing.assert_allclose(np.vstack([grad["W"], grad["b"][None, :]]), residual,
+                               rtol=1e-11, atol=1e-12 * max(1.0, np.abs(residual).max()))
+    at_optimum = problem.gradient(_lstsq_lrl(X, data.A, data.Y, alpha, beta))
+    assert max(np.abs(g).max() for g in at_optimum.values()) < 1e-9
+
+
 # --------------------------------------------------------------- 3. user-declared sums of norms
 
 

@@ -669,6 +669,50 @@ def test_das3vm_objectives_against_numpy():
                 _np_tsvm_objective(A, data.y, y_u, 0.2, 1.5, w)) < 1e-13
 
 
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("bias", [True, False])
+def test_das3vm_gradient_against_numpy_and_finite_differences(sparse, bias):
+    """The gradient of the T = 0 objective [001 eq. 7] from the formula with
+    ``l2'(z) = −2(1 − z)₊`` on the dense ``X̃`` built here, and central differences of the
+    numpy objective along random directions (``p`` also outside [0, 1], where the objective
+    is still defined: it is linear in ``p``)."""
+    X, y, _ = _svm_instance(5, n=24, d=4, sparse=sparse)
+    l, lam, lam_u = 10, 0.2, 1.5
+    y_l = y[:l]
+    problem = DAS3VM(X, y_l, lam, lam_u, r=0.4, bias=bias)
+    A = _augmented(X, bias)
+    u = A.shape[0] - l
+
+    def objective(w, p):
+        o = A @ w
+        return (0.5 * lam * w @ w + _l2(y_l * o[:l]).sum() / (2 * l)
+                + lam_u * (p @ _l2(o[l:]) + (1 - p) @ _l2(-o[l:])) / (2 * u))
+
+    def dl2(z):
+        return -2.0 * np.maximum(0.0, 1.0 - z)
+
+    rng = np.random.default_rng(3)
+    h = 1e-6
+    for _ in range(4):
+        w = rng.normal(0, 0.7, A.shape[1])
+        p = rng.uniform(-0.5, 1.5, u)
+        o = A @ w
+        d_o = np.concatenate([y_l * dl2(y_l * o[:l]) / (2 * l),
+                              lam_u * (p * dl2(o[l:]) - (1 - p) * dl2(-o[l:])) / (2 * u)])
+        expected = {"w": lam * w + A.T @ d_o,
+                    "p": lam_u * (_l2(o[l:]) - _l2(-o[l:])) / (2 * u)}
+        grad = problem.gradient({"w": w, "p": p})
+        assert set(grad) == {"w", "p"}
+        for key in expected:
+            np.testing.assert_allclose(grad[key], expected[key], rtol=1e-12, atol=1e-14)
+        for key, value in (("w", w), ("p", p)):
+            d = rng.standard_normal(value.shape)
+            args_plus = {"w": w, "p": p, key: value + h * d}
+            args_minus = {"w": w, "p": p, key: value - h * d}
+            fd = (objective(**args_plus) - objective(**args_minus)) / (2 * h)
+            assert abs(fd - grad[key] @ d) < 1e-7 * max(1.0, abs(fd)), (key, fd, grad[key] @ d)
+
+
 @pytest.mark.parametrize("seed", [0, 1, 3])
 def test_da_solution_is_in_closed_form_and_certified(seed):
     data = gaussian_blobs(n=18, n_labeled=8, d=3, seed=seed)

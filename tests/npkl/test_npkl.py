@@ -659,6 +659,50 @@ def test_gradient_matrix_and_multipliers_against_numpy(loss):
         np.testing.assert_allclose(p.pair_multipliers(ref.x["Z"]), ref.x["y"], atol=1e-6)
 
 
+@pytest.mark.parametrize("dense_delta", [False, True])
+@pytest.mark.parametrize("loss", SMOOTH)
+def test_gradient_against_numpy_and_finite_differences_along_any_direction(loss, dense_delta):
+    """``∂Ω/∂Z``: Δ everywhere plus ``C ℓ'(T_p Z_ij) T_p`` at the one entry ``(i, j)``,
+    ``i < j``, that Ω reads for pair p (a pair given as (j, i) is read at (i, j) too), built
+    here with dense numpy; central differences of the numpy objective along a non-symmetric
+    direction at a non-symmetric Z; its symmetric part is G(y(Z)). The hinge has none."""
+    rng = np.random.default_rng(12)
+    n, C = 14, 3.0
+    S = _random_S(rng, n, sparse=True)
+    pairs = np.array([[0, 5], [7, 2], [3, 9], [1, 13], [4, 6], [8, 12], [10, 11], [2, 9],
+                      [0, 13]])
+    labels = rng.choice([-1.0, 1.0], pairs.shape[0])
+    Delta = _np_delta(S, 0.3)
+    if dense_delta:
+        p = NPKL.from_regularizer(Delta, pairs, labels, C, loss=loss)
+    else:
+        p = NPKL(S, pairs, labels, C=C, loss=loss, delta=0.3)
+    assert sp.issparse(p.Delta) != dense_delta
+    upper = np.sort(pairs, axis=1)
+    Z = 1.5 * rng.standard_normal((n, n))
+    t = labels * Z[upper[:, 0], upper[:, 1]]
+    assert (t > 1).any() and (t < 1).any()
+    y = _np_multipliers(loss, t, C)  # −C ℓ'(t)
+    expected = Delta.copy()
+    expected[upper[:, 0], upper[:, 1]] -= y * labels
+    grad = p.gradient({"Z": Z})
+    assert set(grad) == {"Z"}
+    assert isinstance(grad["Z"], np.ndarray) and grad["Z"].shape == (n, n)
+    np.testing.assert_allclose(grad["Z"], expected, rtol=1e-13, atol=1e-13)
+    h = 1e-6
+    for _ in range(3):
+        E = rng.standard_normal((n, n))
+        fd = (_np_objective(Delta, upper, labels, C, loss, Z + h * E)
+              - _np_objective(Delta, upper, labels, C, loss, Z - h * E)) / (2 * h)
+        assert abs(fd - np.sum(grad["Z"] * E)) < 1e-7 * max(1.0, abs(fd))
+    sym = 0.5 * (grad["Z"] + grad["Z"].T)
+    np.testing.assert_allclose(sym, _np_gradient(Delta, upper, labels, y), rtol=1e-13,
+                               atol=1e-13)
+    hinge = NPKL(S, pairs, labels, C=C, loss="hinge", delta=0.3)
+    with pytest.raises(NotImplementedError, match="not smooth"):
+        hinge.gradient({"Z": Z})
+
+
 @pytest.mark.parametrize("loss", LOSSES)
 def test_kkt_residuals_at_the_reference_optimum(loss):
     p = _tiny(loss)

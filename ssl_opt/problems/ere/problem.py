@@ -252,6 +252,30 @@ class ERE(_LabelEmbedding):
             fit = float(np.sum(R * R))
         return graph + self.alpha * fit + self.beta * float(np.sum(W * W))
 
+    def _squared_gradient_parts(self, F, W, b) -> tuple[np.ndarray, np.ndarray, dict]:
+        """``(D, R, ∇)`` of squared ERE [004 eq. 8] at ``(F, W, b)``: the edge differences D,
+        the point residuals R and the gradient in every entry of F, W, b:
+        ``∇_F = 2Bᵀ diag(A_e) D − 2αR = 2LF − 2αR``, ``∇_W = 2αXᵀR + 2βW``, ``∇_b = 2αRᵀ1``."""
+        D = self.edge_differences(F)
+        R = self.point_residuals(F, W, b)
+        LF = 2.0 * np.asarray(self.incidence.T @ (self.edge_w[:, None] * D))
+        grad = {"F": LF - 2.0 * self.alpha * R,
+                "W": 2.0 * self.alpha * np.asarray(self.X.T @ R) + 2.0 * self.beta * W,
+                "b": 2.0 * self.alpha * R.sum(axis=0)}
+        return D, R, grad
+
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """The gradient of squared ERE [004 eq. 8] in every entry of F (the labeled rows too,
+        as :meth:`objective` reads them), W and b. Robust ERE is not smooth: its certificate
+        uses subgradients (:func:`~ssl_opt.problems.ere.sum_of_norms.sum_of_norms_residuals`)
+        and :meth:`smoothed_objective` is its smoothing."""
+        if self.robust:
+            raise NotImplementedError(
+                "robust ERE (robust=True) is not smooth: it has no gradient. Use "
+                "smoothed_objective or the sum-of-norms form (groups), or robust=False.")
+        v = self.unpack(x)
+        return self._squared_gradient_parts(v["F"], v["W"], v["b"])[2]
+
     def smoothed_objective(self, x, delta: float) -> float:
         """``φ_δ`` [004 eq. 11]: every norm ``‖g‖`` replaced by ``√(‖g‖² + δ)`` (robust only)."""
         self._require_robust("smoothed_objective")
@@ -386,19 +410,13 @@ class ERE(_LabelEmbedding):
             out.update(sum_of_norms_residuals(self, z, getattr(x, "x", x), kink_tol,
                                               multipliers, target, iterations))
             return out
-        D = self.edge_differences(Fc)
-        R = self.point_residuals(Fc, W, b)
-        LF = 2.0 * np.asarray(self.incidence.T @ (self.edge_w[:, None] * D))
+        D, R, g = self._squared_gradient_parts(Fc, W, b)
         aLF = 2.0 * np.asarray(abs(self.incidence).T @ (self.edge_w[:, None] * np.abs(D)))
-        gF = LF - 2.0 * self.alpha * R
         sF = aLF + 2.0 * self.alpha * np.abs(R)
-        XR = 2.0 * self.alpha * np.asarray(self.X.T @ R)
         absX = abs(self.X) if sp.issparse(self.X) else np.abs(self.X)
-        gW = XR + 2.0 * self.beta * W
         sW = 2.0 * self.alpha * np.asarray(absX.T @ np.abs(R)) + 2.0 * self.beta * np.abs(W)
-        gb = 2.0 * self.alpha * R.sum(axis=0)
         sb = 2.0 * self.alpha * np.abs(R).sum(axis=0)
-        grad = np.concatenate([gF[self.l:].ravel(), gW.ravel(), gb])
+        grad = np.concatenate([g["F"][self.l:].ravel(), g["W"].ravel(), g["b"]])
         scale = np.concatenate([sF[self.l:].ravel(), sW.ravel(), sb])
         out["stationarity"] = float(np.max(np.abs(grad) / np.maximum(1.0, scale)))
         return out
@@ -513,6 +531,23 @@ class LRL(_LabelEmbedding):
         return (float(self.edge_w @ np.einsum("ij,ij->i", DXW, DXW))
                 + self.alpha * float(np.sum(Rl * Rl)) + self.beta * float(np.sum(W * W)))
 
+    def _gradient_terms(self, W, b) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """The terms of the gradient of [004 eq. 5], ``(2XᵀLXW, 2αX_lᵀR_l, 2βW, R_l)`` with
+        ``R_l = X_l W + 1bᵀ − Y``: ``∇_W`` is the sum of the first three, ``∇_b = 2αR_lᵀ1``."""
+        Xl = self.X[: self.l]
+        Rl = np.asarray(Xl @ W) + b[None, :] - self.Y
+        t1 = 2.0 * self._XLX @ W
+        t2 = 2.0 * self.alpha * np.asarray(Xl.T @ Rl)
+        t3 = 2.0 * self.beta * W
+        return t1, t2, t3, Rl
+
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """``∇_W = 2XᵀLXW + 2αX_lᵀ(X_l W + 1bᵀ − Y) + 2βW``, ``∇_b = 2α(X_l W + 1bᵀ − Y)ᵀ1``
+        [004 eq. 5] (twice the residual of :meth:`normal_equations`)."""
+        v = self.unpack(x)
+        t1, t2, t3, Rl = self._gradient_terms(v["W"], v["b"])
+        return {"W": t1 + t2 + t3, "b": 2.0 * self.alpha * Rl.sum(axis=0)}
+
     residual_tolerances = {"stationarity": "stationarity"}
 
     def _kkt(self, x) -> dict[str, float]:
@@ -520,12 +555,7 @@ class LRL(_LabelEmbedding):
         v = self.unpack(x)
         if not all(np.all(np.isfinite(a)) for a in v.values()):
             return {"stationarity": float("inf")}
-        W, b = v["W"], v["b"]
-        Xl = self.X[: self.l]
-        Rl = np.asarray(Xl @ W) + b[None, :] - self.Y
-        t1 = 2.0 * self._XLX @ W
-        t2 = 2.0 * self.alpha * np.asarray(Xl.T @ Rl)
-        t3 = 2.0 * self.beta * W
+        t1, t2, t3, Rl = self._gradient_terms(v["W"], v["b"])
         gW = t1 + t2 + t3
         sW = np.abs(t1) + np.abs(t2) + np.abs(t3)
         gb = 2.0 * self.alpha * Rl.sum(axis=0)

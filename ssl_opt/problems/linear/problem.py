@@ -206,11 +206,17 @@ class _Transductive(NonConvexProblem):
     def prediction(self, x) -> np.ndarray:
         return self.outputs(self.unpack(x)["w"])
 
+    def _w_gradient(self, w, o, v_u) -> np.ndarray:
+        """``∂J/∂w = λw + X̃ᵀv`` with ``v = ∂J/∂o``: ``−y_i (1 − y_i o_i)₊ / l`` on the labeled
+        rows and the given unlabeled part ``v_u``."""
+        y_l = self.y
+        v = np.concatenate([-y_l * np.maximum(0.0, 1.0 - y_l * o[: self.l]) / self.l, v_u])
+        return self.lam * w + self.design.rmatvec(v)
+
     def _inner_stationarity(self, w, o, v_u, v_u0) -> float:
         """Relative gradient norm in ``w`` given the unlabeled part ``v_u`` of ``∂J/∂o``."""
         y_l = self.y
-        v = np.concatenate([-y_l * np.maximum(0.0, 1.0 - y_l * o[: self.l]) / self.l, v_u])
-        g = self.lam * w + self.design.rmatvec(v)
+        g = self._w_gradient(w, o, v_u)
         v0 = np.concatenate([-y_l / self.l, v_u0])
         scale = max(1.0, float(np.linalg.norm(self.design.rmatvec(v0))))
         return float(np.linalg.norm(g)) / scale
@@ -316,6 +322,27 @@ class DAS3VM(_Transductive):
         o = self.outputs(w)
         return self.labeled_cost(w, o) + self._unlabeled_loss(p, o[self.l:])
 
+    def unlabeled_output_gradient(self, p: np.ndarray, o_u: np.ndarray) -> np.ndarray:
+        """``∂J/∂o_j = λ'/u [−p_j (1 − o_j)₊ + (1 − p_j)(1 + o_j)₊]`` of the unlabeled loss."""
+        c = self.lam_u / self.u
+        return c * (-p * np.maximum(0.0, 1.0 - o_u) + (1 - p) * np.maximum(0.0, 1.0 + o_u))
+
+    def loss_difference(self, o_u: np.ndarray) -> np.ndarray:
+        """``l2(o_j) − l2(−o_j)``, the loss change of an unlabeled row relabeled from −1 to +1
+        (``−``:meth:`switch_gain`): ``∂J/∂p_j`` is ``λ'/(2u)`` times it [001 eq. 9]."""
+        return -self.switch_gain(o_u)
+
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """The gradient of :meth:`objective` (``T = 0``) [001 eq. 7]:
+        ``∂J/∂w = λw + X̃ᵀ ∂J/∂o`` and ``∂J/∂p_j = λ'/(2u) [l2(o_j) − l2(−o_j)]``."""
+        v = self.unpack(x)
+        w, p = v["w"], v["p"]
+        o = self.outputs(w)
+        o_u = o[self.l:]
+        c = self.lam_u / self.u
+        return {"w": self._w_gradient(w, o, self.unlabeled_output_gradient(p, o_u)),
+                "p": 0.5 * c * self.loss_difference(o_u)}
+
     def annealing_objective(self, x, T: float) -> float:
         """Eq. 6 at temperature ``T`` (entropy term included)."""
         p = self.unpack(x)["p"]
@@ -340,7 +367,7 @@ class DAS3VM(_Transductive):
         """``p_j = 1/(1 + exp((g_j − 2ν)/T))``, ``g_j = λ'[l2(o_j) − l2(−o_j)]``, with ν from
         ``mean(p) = r`` by Brent's method [001 eq. 9] (the ``da`` solver has its own root finder;
         this one is the independent check)."""
-        g = self.lam_u * (self.loss.value(o_u) - self.loss.value(-o_u))
+        g = self.lam_u * self.loss_difference(o_u)
         logit_r = np.log(self.r / (1 - self.r))
         lo, hi = g.min() + T * logit_r, g.max() + T * logit_r
 
@@ -372,12 +399,12 @@ class DAS3VM(_Transductive):
         o = self.outputs(w)
         o_u = o[self.l:]
         c = self.lam_u / self.u
-        v_u = c * (-p * np.maximum(0.0, 1.0 - o_u) + (1 - p) * np.maximum(0.0, 1.0 + o_u))
+        v_u = self.unlabeled_output_gradient(p, o_u)
         stat = self._inner_stationarity(w, o, v_u, c * (1 - 2 * p))
         if T is not None and T > 0:
             p_opt = float(np.max(np.abs(p - self.closed_form_p(o_u, T))))
         else:
-            g = self.loss.value(o_u) - self.loss.value(-o_u)
+            g = self.loss_difference(o_u)
             q = _lp_vertex(g, self.r * self.u)
             gap = 0.5 * c * float(g @ (p - q))
             p_opt = max(0.0, gap) / max(1.0, abs(self.objective(v)))

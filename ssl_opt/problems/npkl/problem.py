@@ -230,12 +230,29 @@ class NPKL(Problem):
         """``G = Δ − Σ_p y_p T_p (E_ij + E_ji)/2`` (sparse when Δ is)."""
         w = -0.5 * y * self.labels
         i, j = self.pairs[:, 0], self.pairs[:, 1]
-        E = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([i, j]),
-                                                      np.concatenate([j, i]))),
-                          shape=(self.n, self.n))
+        return self._delta_plus_entries(np.concatenate([w, w]), np.concatenate([i, j]),
+                                        np.concatenate([j, i]))
+
+    def _delta_plus_entries(self, values: np.ndarray, rows: np.ndarray, cols: np.ndarray):
+        """``Δ + Σ_k values_k E_{rows_k, cols_k}`` (sparse when Δ is)."""
+        E = sp.csr_matrix((values, (rows, cols)), shape=(self.n, self.n))
         if sp.issparse(self.Delta):
             return sp.csr_matrix(self.Delta + E)
         return self.Delta + E.toarray()
+
+    def gradient(self, x) -> dict[str, np.ndarray]:
+        """``∂Ω/∂Z = Δ + C Σ_p ℓ'(t_p) T_p E_ij`` (dense), with ``y_p = −C ℓ'(t_p)`` of
+        :meth:`pair_multipliers`: ``Ω`` reads each pair at its entry ``Z_ij`` (``i < j``) only,
+        so this is the gradient along any direction, symmetric or not; along symmetric ones it
+        acts as :meth:`gradient_matrix` (its symmetric part). Smooth losses only."""
+        if not self.loss.smooth:
+            raise NotImplementedError(
+                f"NPKL with the {self.loss.name!r} loss is not smooth: it has no gradient (its "
+                "certificate uses gradient_matrix with subgradient multipliers).")
+        Z = self.unpack(x)["Z"]
+        y = self.pair_multipliers(Z)
+        G = self._delta_plus_entries(-y * self.labels, self.pairs[:, 0], self.pairs[:, 1])
+        return {"Z": G.toarray() if sp.issparse(G) else G}
 
     def pair_multipliers(self, Z: np.ndarray) -> np.ndarray:
         """``y_p = −C ℓ'(t_p)`` from ``Z`` alone. For a non-smooth ℓ, ``y = −C ∂ℓ(t)``; margins
