@@ -56,8 +56,9 @@ def recover(problem: NPKL, handles) -> dict:
 
 
 def sdp_seconds(size: int) -> float:
-    """Clarabel on the dual SDP, measured order (``benchmarks/bench_npkl.py`` (a), (c)): iris
-    (l ≈ 135) 5–8 s, l = 275 about 100 s."""
+    """Clarabel on the dual SDP, cubic in the size; the constant is of the order of the times
+    of ``benchmarks/bench_npkl.py`` parts (a) and (c) (docs/npkl.md). Used only where no
+    calibrated cost model exists."""
     return 0.2 + 1.5e-6 * size**3
 
 
