@@ -14,18 +14,51 @@ import scipy.sparse as sp
 from ssl_opt.exceptions import InvalidInputError
 
 
+def reject_complex(value, name: str) -> None:
+    """Complex input is refused: converting it to float64 would drop the imaginary part."""
+    dtype = getattr(value, "dtype", None)
+    if dtype is None and not sp.issparse(value):
+        try:
+            dtype = np.asarray(value).dtype
+        except (TypeError, ValueError):
+            return  # not array-like; the caller's conversion reports it
+    if dtype is not None and np.issubdtype(dtype, np.complexfloating):
+        raise InvalidInputError(
+            f"{name} has a complex dtype ({dtype}); pass real numbers (np.real({name}) if the "
+            "imaginary part is zero)."
+        )
+
+
+def as_float_array(value, name: str) -> np.ndarray:
+    """``value`` as a real float64 ndarray that is the caller's own array never (a copy where
+    ``np.asarray`` would alias it), so a problem may freeze it."""
+    reject_complex(value, name)
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"{name} must be numeric: {exc}") from exc
+    if isinstance(value, np.ndarray) and np.shares_memory(arr, value):
+        arr = arr.copy()
+    return arr
+
+
 def as_float_matrix(value, name: str, *, allow_sparse: bool = True):
-    """Return ``value`` as a float64 2-D ndarray or CSR matrix, checking it is finite."""
+    """Return ``value`` as a float64 2-D ndarray or CSR matrix, checking it is finite and real.
+    The result never shares memory with ``value`` (a problem freezes what it stores, and
+    canonicalizing a sparse matrix works in place)."""
     if sp.issparse(value):
         if not allow_sparse:
             raise InvalidInputError(f"{name} must be a dense array; convert it with .toarray().")
-        mat = sp.csr_matrix(value, dtype=np.float64)
+        reject_complex(value, name)
+        mat = sp.csr_matrix(value, dtype=np.float64, copy=True)
         data = mat.data
     else:
         try:
-            mat = np.asarray(value, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"{name} must be a numeric matrix: {exc}") from exc
+            mat = as_float_array(value, name)
+        except InvalidInputError as exc:
+            if exc.__cause__ is None:
+                raise
+            raise InvalidInputError(f"{name} must be a numeric matrix: {exc.__cause__}") from exc
         if mat.ndim != 2:
             raise InvalidInputError(f"{name} must be 2-D, got an array with shape {mat.shape}.")
         data = mat
@@ -60,12 +93,57 @@ def check_symmetric(mat, name: str, rtol: float = 1e-10) -> None:
         )
 
 
-def check_binary_labels(y, name: str = "y", n: int | None = None) -> np.ndarray:
-    """Labels of the first ``len(y)`` points: a non-empty ±1 vector with both classes."""
+#: Above this size the PSD check runs Lanczos (a few dozen products) instead of a dense
+#: eigenvalue solve.
+PSD_DENSE_MAX_N = 500
+
+
+def smallest_eigenvalue(mat) -> float | None:
+    """The smallest eigenvalue of the symmetric ``mat`` (dense or sparse): LAPACK up to
+    :data:`PSD_DENSE_MAX_N`, Lanczos (ARPACK, smallest algebraic) above; None when Lanczos
+    does not converge, so a caller can say the check was not made."""
+    from scipy.linalg import eigvalsh
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+    n = mat.shape[0]
+    if n == 0:
+        return None
+    if n <= PSD_DENSE_MAX_N:
+        dense = mat.toarray() if sp.issparse(mat) else np.asarray(mat)
+        return float(eigvalsh(dense, subset_by_index=[0, 0], check_finite=False)[0])
     try:
-        arr = np.asarray(y, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"{name} must be a vector of ±1 labels: {exc}") from exc
+        v0 = np.random.default_rng(0).standard_normal(n)
+        return float(eigsh(mat, k=1, which="SA", tol=1e-6, v0=v0, maxiter=20 * n,
+                           return_eigenvectors=False)[0])
+    except ArpackNoConvergence:
+        return None
+
+
+def check_psd(mat, name: str, rtol: float = 1e-8) -> None:
+    """Refuse a symmetric matrix with an eigenvalue below ``−rtol·max(1, max|mat|)``: a
+    non-PSD kernel or Laplacian makes the problem non-convex, and a solver would report an
+    "optimal" point of the wrong problem."""
+    lam = smallest_eigenvalue(mat)
+    if lam is None:
+        return
+    scale = max(1.0, float(abs(mat).max()) if sp.issparse(mat) else float(np.abs(mat).max()))
+    if lam < -rtol * scale:
+        raise InvalidInputError(
+            f"{name} is not positive semidefinite (smallest eigenvalue {lam:.3g}); the problem "
+            f"would be non-convex. Use a PSD {name} (a valid kernel, or a Laplacian of "
+            "non-negative weights)."
+        )
+
+
+def check_binary_labels(y, name: str = "y", n: int | None = None) -> np.ndarray:
+    """Labels of the first ``len(y)`` points: a non-empty ±1 vector with both classes (a copy
+    of ``y``, never the caller's array)."""
+    try:
+        arr = as_float_array(y, name)
+    except InvalidInputError as exc:
+        if exc.__cause__ is None:
+            raise
+        raise InvalidInputError(f"{name} must be a vector of ±1 labels: {exc.__cause__}") from exc
     if arr.ndim != 1:
         raise InvalidInputError(f"{name} must be 1-D, got shape {arr.shape}.")
     if arr.size == 0:
