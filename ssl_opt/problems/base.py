@@ -25,6 +25,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
+from ssl_opt._validation import reject_complex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.solvers import Option, validate_options
 
@@ -131,7 +132,11 @@ class Problem(ABC):
         for name, shape in self.variables.items():
             if name not in values:
                 raise InvalidInputError(f"x is missing variable {name!r}; expected {shape}.")
-            arr = np.asarray(values[name], dtype=np.float64)
+            reject_complex(values[name], f"x[{name!r}]")
+            try:
+                arr = np.asarray(values[name], dtype=np.float64)
+            except (TypeError, ValueError) as exc:
+                raise InvalidInputError(f"x[{name!r}] must be numeric: {exc}") from exc
             if arr.shape != shape:
                 raise InvalidInputError(
                     f"x[{name!r}] must have shape {shape}, got {arr.shape}."
