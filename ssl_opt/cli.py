@@ -8,15 +8,24 @@ import time
 from pathlib import Path
 
 from ssl_opt import registry
+from ssl_opt._validation import check_int, check_positive
 from ssl_opt.api import list_solvers, solve
 from ssl_opt.certificate import certify
-from ssl_opt.exceptions import UnsupportedProblemError
+from ssl_opt.exceptions import InvalidInputError, SolverNotFoundError, UnsupportedProblemError
 from ssl_opt.solution import STALLED
 from ssl_opt.text_table import text_table
 
 
 def _shorten(text: str, width: int = 72) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _check_names(given, known, argument: str, what: str) -> None:
+    """Refuse names not in ``known``, naming the command-line argument."""
+    unknown = sorted(set(given or ()) - set(known))
+    if unknown:
+        raise InvalidInputError(f"argument {argument}: no {what} {', '.join(map(repr, unknown))}"
+                                f"; choose from {', '.join(sorted(known))}.")
 
 
 def cmd_solvers(args) -> int:
@@ -69,10 +78,11 @@ def cmd_certify(args) -> int:
     examples = registry.examples()
     if args.example:
         examples = [e for e in examples if e.name in args.example]
-        if not examples:
+        unknown = sorted(set(args.example) - {e.name for e in examples})
+        if unknown:
             names = ", ".join(e.name for e in registry.examples())
-            print(f"no example named {args.example}; available: {names}", file=sys.stderr)
-            return 2
+            raise InvalidInputError(f"argument --example: no example named {unknown}; "
+                                    f"available: {names}.")
     start = time.perf_counter()
     rows = []
     for example in examples:
@@ -92,8 +102,15 @@ def cmd_certify(args) -> int:
 
 
 def cmd_calibrate(args) -> int:
-    from ssl_opt.selection.calibrate import calibrate_and_save, report
+    from ssl_opt.selection.calibrate import calibrate_and_save, check_output_file, report
 
+    _check_names(args.generators, registry.generators(), "--generators", "generator")
+    _check_names(args.solvers, registry.solvers(), "--solvers", "solver")
+    check_positive(args.target_seconds, "argument --target-seconds")
+    check_positive(args.max_seconds, "argument --max-seconds")
+    check_int(args.seed, "argument --seed", 0, 2**32 - 1)
+    if args.output is not None:
+        check_output_file(args.output, "argument --output")
     start = time.perf_counter()
     models, runs, path = calibrate_and_save(
         path=args.output, generators=args.generators, solvers=args.solvers,
@@ -106,8 +123,19 @@ def cmd_calibrate(args) -> int:
 
 
 def cmd_bench(args) -> int:
-    from ssl_opt.selection.bench import run_bench
+    from ssl_opt.selection.bench import check_output_directory, run_bench
 
+    families = {g.family for g in registry.generators().values()}
+    _check_names([args.family], families, "family", "family")
+    variants = {k.split("/", 1)[1] for k, g in registry.generators().items()
+                if g.family == args.family}
+    _check_names(args.variant, variants, "--variant", f"{args.family} variant")
+    _check_names(args.solvers, registry.solvers(), "--solvers", "solver")
+    for size in args.sizes or ():
+        check_int(size, "argument --sizes", 1)
+    check_positive(args.time_limit, "argument --time-limit")
+    check_int(args.seed, "argument --seed", 0, 2**32 - 1)
+    check_output_directory(args.out, "argument --out")
     report = run_bench(args.family, sizes=args.sizes, variants=args.variant,
                        solvers=args.solvers, seed=args.seed, time_limit=args.time_limit,
                        out_dir=args.out, progress=not args.no_progress)
@@ -150,7 +178,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)
-    return args.func(args)
+    try:
+        return args.func(args)
+    except (InvalidInputError, UnsupportedProblemError, SolverNotFoundError) as exc:
+        # A bad value, reported like argparse reports a bad flag: one line, exit code 2.
+        message = " ".join(str(exc.args[0] if exc.args else exc).split())
+        print(f"{parser.prog}: error: {message}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

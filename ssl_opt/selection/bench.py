@@ -27,7 +27,7 @@ from pathlib import Path
 import numpy as np
 
 from ssl_opt import registry
-from ssl_opt._validation import check_int
+from ssl_opt._validation import check_int, check_positive
 from ssl_opt.certificate import certify
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.selection import model_store
@@ -180,10 +180,16 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
         if unknown:
             raise InvalidInputError(f"no solver {unknown}; registered: {sorted(table)}.")
         table = {k: v for k, v in table.items() if k in solvers}
-    if not time_limit > 0:
-        raise InvalidInputError(f"time_limit must be positive, got {time_limit!r}.")
+    time_limit = check_positive(time_limit, "time_limit")
+    seed = check_int(seed, "seed", 0, 2**32 - 1)
     if sizes is not None:
+        if isinstance(sizes, (str, bytes)) or not hasattr(sizes, "__iter__"):
+            raise InvalidInputError(f"sizes must be a list of integers, got {sizes!r}.")
         sizes = sorted({check_int(s, "sizes", 1) for s in sizes})
+        if not sizes:
+            sizes = None
+    if out_dir is not None:
+        check_output_directory(out_dir, "out_dir")
     models = model_store.load_models()
     runs: list[Run] = []
     summaries: list[VariantSummary] = []
@@ -345,6 +351,20 @@ def _predicted_crossover(runs, refs, fasts, sizes) -> str:
 
 
 # ----------------------------------------------------------------------------- output
+
+
+def check_output_directory(path: str | Path, name: str) -> Path:
+    """``path`` as a directory that exists or can be created: neither it nor a parent may be a
+    file. Checked before a benchmark runs, so a bad path fails at once, not after the runs."""
+    out = Path(path)
+    for where in (out, *out.parents):
+        if where.exists():
+            if not where.is_dir():
+                raise InvalidInputError(
+                    f"{name} {str(path)!r} must be a directory, but {str(where)!r} is a file; "
+                    "choose another output directory.")
+            break
+    return out
 
 
 def write_report(report: BenchReport, out_dir: str | Path) -> dict[str, str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 
 from ssl_opt import registry
 from ssl_opt._validation import check_int, check_positive
@@ -120,12 +121,28 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
     return models, runs
 
 
+def check_output_file(path, name: str) -> Path:
+    """``path`` as a file that can be written: not a directory, and no parent is a file.
+    Checked before calibrating, so a bad path fails at once, not after the measurements."""
+    out = Path(path)
+    if out.is_dir():
+        raise InvalidInputError(f"{name} {str(path)!r} is a directory; give a file name, "
+                                f"e.g. {str(out / model_store.FILENAME)!r}.")
+    for parent in out.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise InvalidInputError(f"{name} {str(path)!r} cannot be written: "
+                                        f"{str(parent)!r} is a file, not a directory.")
+            break
+    return out
+
+
 def calibrate_and_save(path=None, **kwargs) -> tuple[list[CostModel], list[CalibrationRun], str]:
     """:func:`calibrate`, then write the models atomically (the user cache by default),
     keeping previously calibrated models of pairs not measured this time."""
+    target = model_store.user_models_path() if path is None else check_output_file(path, "path")
     start = time.perf_counter()
     models, runs = calibrate(**kwargs)
-    target = model_store.user_models_path() if path is None else path
     previous = model_store.read_models(target) or {}
     merged = {**previous, **{(m.solver, m.key): m for m in models}}
     written = model_store.save_models(merged.values(), target, time.perf_counter() - start)

@@ -22,6 +22,12 @@ from scipy.optimize import least_squares
 
 #: The exponent is kept within these bounds when fitted (a wider range is not physical here).
 EXPONENT_BOUNDS = (0.0, 5.0)
+#: A law read from a file with an exponent outside these bounds is ignored (see
+#: :meth:`CostModel.implausible`); wider than the fit bounds, so every fitted law passes.
+PLAUSIBLE_EXPONENTS = (0.0, 6.0)
+#: Predictions at size 1 above these (about a week; a petabyte) are not measurements.
+MAX_SECONDS = 1e6
+MAX_BYTES = 1e15
 
 
 @dataclass(frozen=True)
@@ -121,16 +127,72 @@ class CostModel:
 
     @classmethod
     def from_json(cls, data: dict) -> CostModel:
+        """Read one model; ``TypeError``/``ValueError`` naming the field if it is malformed."""
+        if not isinstance(data, dict):
+            raise TypeError(f"a model must be a JSON object, got {type(data).__name__}")
         memory = data.get("memory")
+        expected = data.get("expected_exponent")
+        points = data.get("points", [])
+        if not isinstance(points, list) or not all(
+                isinstance(p, list) and len(p) == 3 for p in points):
+            raise TypeError("'points' must be a list of [size, seconds, bytes] triples")
         return cls(
-            solver=str(data["solver"]),
-            key=str(data["key"]),
-            size_keys=tuple(str(k) for k in data["size_keys"]),
-            time=PowerLaw(**{k: float(data["time"][k]) for k in ("c", "a", "b")}),
-            memory=None if memory is None else PowerLaw(
-                **{k: float(memory[k]) for k in ("c", "a", "b")}),
-            points=tuple(tuple(float(v) for v in p) for p in data.get("points", ())),
-            expected_exponent=(None if data.get("expected_exponent") is None
-                               else float(data["expected_exponent"])),
-            complexity=str(data.get("complexity", "")),
+            solver=_string(data["solver"], "solver"),
+            key=_string(data["key"], "key"),
+            size_keys=tuple(_string(k, "size_keys") for k in _list(data["size_keys"],
+                                                                   "size_keys")),
+            time=_law(data["time"], "time"),
+            memory=None if memory is None else _law(memory, "memory"),
+            points=tuple(tuple(_number(v, "points") for v in p) for p in points),
+            expected_exponent=None if expected is None else _number(expected,
+                                                                    "expected_exponent"),
+            complexity=_string(data.get("complexity", ""), "complexity", empty=True),
         )
+
+    def implausible(self) -> list[str]:
+        """Why the laws cannot be trusted to drive selection (empty if they can): negative or
+        non-finite coefficients, an exponent outside :data:`PLAUSIBLE_EXPONENTS`, or a law that
+        predicts more than :data:`MAX_SECONDS` / :data:`MAX_BYTES` at size 1."""
+        reasons = []
+        for what, law, cap in (("time", self.time, MAX_SECONDS),
+                               ("memory", self.memory, MAX_BYTES)):
+            if law is None:
+                continue
+            if not all(math.isfinite(v) for v in (law.c, law.a, law.b)):
+                reasons.append(f"{what} law has a NaN or infinite coefficient")
+            elif law.c < 0 or law.a < 0:
+                reasons.append(f"{what} law is negative (c={law.c:g}, a={law.a:g})")
+            elif not PLAUSIBLE_EXPONENTS[0] <= law.b <= PLAUSIBLE_EXPONENTS[1]:
+                reasons.append(f"{what} exponent {law.b:g} is outside {PLAUSIBLE_EXPONENTS}")
+            elif law.c + law.a > cap:
+                reasons.append(f"{what} law predicts {law.c + law.a:g} at size 1 "
+                               f"(more than {cap:g})")
+        if any(not math.isfinite(v) or v < 0 for p in self.points for v in p):
+            reasons.append("a measured point is negative or not finite")
+        if self.expected_exponent is not None and not math.isfinite(self.expected_exponent):
+            reasons.append("expected_exponent is not finite")
+        return reasons
+
+
+def _string(value, name: str, empty: bool = False) -> str:
+    if not isinstance(value, str) or not (value or empty):
+        raise TypeError(f"{name!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _list(value, name: str) -> list:
+    if not isinstance(value, list):
+        raise TypeError(f"{name!r} must be a list, got {type(value).__name__}")
+    return value
+
+
+def _number(value, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{name!r} must hold numbers, got {value!r}")
+    return float(value)
+
+
+def _law(value, name: str) -> PowerLaw:
+    if not isinstance(value, dict):
+        raise TypeError(f"{name!r} must be an object with c, a and b, got {value!r}")
+    return PowerLaw(**{k: _number(value[k], f"{name}.{k}") for k in ("c", "a", "b")})

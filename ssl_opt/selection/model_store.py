@@ -27,7 +27,8 @@ _loaded: dict | None = None
 
 
 class CostModelWarning(UserWarning):
-    """A cost-model file was ignored (corrupt, or stale)."""
+    """A cost-model file was ignored (corrupt, or stale), or one of its models was (absurd
+    laws: negative, NaN, astronomically large, or an implausible exponent)."""
 
 
 def shipped_models_path() -> Path:
@@ -85,7 +86,8 @@ def save_models(models, path: Path | str | None = None, seconds: float | None = 
 
 def read_models(path: Path | str) -> dict[tuple[str, str], CostModel] | None:
     """The models in ``path`` by ``(solver, key)``; None (with a warning) if the file is
-    corrupt or stale, None silently if it does not exist."""
+    corrupt or stale, None silently if it does not exist. A model whose laws are absurd
+    (:meth:`CostModel.implausible`) is left out with a warning; the others are kept."""
     path = Path(path)
     if not path.exists():
         return None
@@ -103,12 +105,23 @@ def read_models(path: Path | str) -> dict[tuple[str, str], CostModel] | None:
                           f"{doc.get('package_version')}, this is {_package_version()}; re-run "
                           "`ssl-opt calibrate`.", CostModelWarning, stacklevel=3)
             return None
+        if not isinstance(doc["models"], list):
+            raise TypeError(f"'models' must be a list, got {type(doc['models']).__name__}")
         models = [CostModel.from_json(m) for m in doc["models"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except (OSError, ValueError, KeyError, TypeError, RecursionError) as exc:
         warnings.warn(f"ignoring corrupt cost-model file {path} ({type(exc).__name__}: {exc}); "
                       "re-run `ssl-opt calibrate`.", CostModelWarning, stacklevel=3)
         return None
-    return {(m.solver, m.key): m for m in models}
+    usable = {}
+    for m in models:
+        reasons = m.implausible()
+        if reasons:
+            warnings.warn(f"ignoring the cost model of {m.solver!r} on {m.key!r} in {path}: "
+                          f"{'; '.join(reasons)}; re-run `ssl-opt calibrate`.",
+                          CostModelWarning, stacklevel=3)
+        else:
+            usable[(m.solver, m.key)] = m
+    return usable
 
 
 def load_models() -> dict[tuple[str, str], tuple[CostModel, str]]:

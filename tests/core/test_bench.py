@@ -158,6 +158,36 @@ def test_bench_rejects_unknown_family_variant_and_solver():
         run_bench("npkl", time_limit=-1, progress=False)
 
 
+@pytest.mark.parametrize("kwargs,match", [
+    ({"time_limit": math.nan}, "time_limit"), ({"time_limit": math.inf}, "time_limit"),
+    ({"time_limit": "60"}, "time_limit"), ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
+    ({"sizes": "60"}, "sizes"), ({"sizes": [40.5]}, "sizes"),
+])
+def test_bench_rejects_bad_numbers_before_running(kwargs, match):
+    with pytest.raises(InvalidInputError, match=match):
+        run_bench("lass", **{"sizes": [40], **kwargs}, progress=False)
+
+
+def test_bench_and_calibration_refuse_an_unwritable_output_before_running(tmp_path, monkeypatch):
+    from ssl_opt.selection import calibrate as calibrate_module
+
+    def started(*args, **kwargs):
+        raise AssertionError("the runs started before the output path was checked")
+
+    monkeypatch.setattr(calibrate_module, "calibrate", started)
+    monkeypatch.setattr(model_store, "load_models", started)
+    existing = tmp_path / "report.md"
+    existing.write_text("keep")
+    for out in (existing, existing / "below"):
+        with pytest.raises(InvalidInputError, match="out_dir .* is a file"):
+            run_bench("lass", sizes=[40], out_dir=out, progress=False)
+    with pytest.raises(InvalidInputError, match="path .* is a directory"):
+        calibrate_and_save(path=tmp_path)
+    with pytest.raises(InvalidInputError, match="is a file, not a directory"):
+        calibrate_and_save(path=existing / "models.json")
+    assert existing.read_text() == "keep"
+
+
 def test_measure_sees_a_known_allocation():
     from ssl_opt.selection.measure import available_memory, measure
 

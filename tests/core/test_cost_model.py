@@ -297,3 +297,83 @@ def test_an_inexact_fast_solver_is_a_last_resort(cache):
     # a budget that admits the reference restores it
     assert select(problem, time_budget=4 * INEXACT_FALLBACK_SECONDS).solver == "cvxpy-boundary"
     assert select(problem, backend="fast").solver == "bcd"
+
+
+# ----------------------------------------------------------------------------- hostile cache
+
+
+def _good_entry():
+    return _model("pcg", KEY, ("n",), 0.5, 1e6).to_json()
+
+
+def _with(**changes):
+    return [{**_good_entry(), **changes}]
+
+
+@pytest.mark.parametrize("models", [
+    "a string", ["a", 1], {"pcg": _good_entry()}, [[1, 2, 3]], None, 3,
+    _with(time="fast"), _with(time=[1, 2, 3]), _with(time={"c": None, "a": 1, "b": 1}),
+    _with(time={"c": True, "a": 1.0, "b": 1.0}), _with(memory="lots"),
+    _with(size_keys="n"), _with(size_keys=[1]), _with(solver=5), _with(key=""),
+    _with(points=[[1, 2]]), _with(points="none"), _with(points=[[1, "x", 3]]),
+    _with(expected_exponent="cubic"), _with(complexity=3),
+], ids=lambda v: type(v).__name__)
+def test_a_malformed_models_entry_is_ignored_with_a_warning(cache, models):
+    doc = {"format": model_store.FORMAT, "package_version": model_store._package_version(),
+           "models": models}
+    (cache / model_store.FILENAME).write_text(json.dumps(doc))
+    with pytest.warns(model_store.CostModelWarning, match="corrupt"):
+        loaded = model_store.load_models()
+    assert all(source == "shipped" for _, source in loaded.values())
+    assert select(_laprls()).solver  # selection still works, on the shipped models
+
+
+ABSURD = {
+    "negative_time": (PowerLaw(-5.0, 0.0, 0.0), None, "time law is negative"),
+    "negative_slope": (PowerLaw(0.0, -1e-3, 1.0), None, "time law is negative"),
+    "nan_time": (PowerLaw(0.0, math.nan, 1.0), None, "NaN or infinite"),
+    "infinite_time": (PowerLaw(math.inf, 1.0, 1.0), None, "NaN or infinite"),
+    "huge_exponent": (PowerLaw(0.0, 1e-9, 50.0), None, "exponent 50 is outside"),
+    "negative_exponent": (PowerLaw(0.0, 1.0, -3.0), None, "exponent -3 is outside"),
+    "astronomic_time": (PowerLaw(1e300, 0.0, 0.0), None, "predicts 1e\\+300"),
+    "astronomic_memory": (PowerLaw(0.0, 1e-3, 1.0), PowerLaw(0.0, 1e300, 0.0),
+                          "memory law predicts 1e\\+300"),
+    "nan_memory": (PowerLaw(0.0, 1e-3, 1.0), PowerLaw(math.nan, 1.0, 1.0),
+                   "memory law has a NaN"),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(ABSURD))
+def test_an_absurd_law_is_ignored_with_a_warning_and_never_drives_selection(cache, kind):
+    time_law, memory_law, match = ABSURD[kind]
+    absurd = CostModel("laprls-direct", KEY, ("n",), time_law, memory_law,
+                       ((100.0, 0.1, 1e6), (200.0, 0.2, 2e6)))
+    sane = _laprls_models(ref=0.2, pcg=0.5, newton=0.3, direct=0.1)[:3]
+    _write(sane + [absurd])
+    with pytest.warns(model_store.CostModelWarning,
+                      match=f"cost model of 'laprls-direct' on '{KEY}'.*{match}"):
+        sel = select(_laprls())
+    assert sel.predictions["laprls-direct"].source != "calibrated"
+    assert all(sel.predictions[name].source == "calibrated"
+               for name in ("cvxpy", "pcg", "newton"))
+    shipped = model_store.read_models(model_store.shipped_models_path())
+    expected = shipped[("laprls-direct", KEY)].predict_time(_laprls().n)
+    assert sel.predictions["laprls-direct"].seconds == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("point", [(100.0, -1.0, 1e6), (100.0, 0.1, math.nan)])
+def test_a_model_with_absurd_measurements_is_ignored(cache, point):
+    absurd = CostModel("laprls-direct", KEY, ("n",), PowerLaw(0.0, 1e-3, 1.0), None,
+                       (point, (200.0, 0.2, 2e6)))
+    _write([absurd])
+    with pytest.warns(model_store.CostModelWarning, match="measured point"):
+        loaded = model_store.load_models()
+    assert loaded[("laprls-direct", KEY)][1] == "shipped"
+
+
+def test_every_shipped_and_fitted_law_is_plausible():
+    for model in model_store.read_models(model_store.shipped_models_path()).values():
+        assert model.implausible() == []
+    fitted = CostModel.fit("x", KEY, ("n",), [(100, 1e-4, 1e3), (200, 9e-4, 9e3),
+                                              (400, 8e-3, 1e5), (800, 0.07, 1e6)], 3.0)
+    assert fitted.implausible() == []
