@@ -10,18 +10,38 @@ every residual below its tolerance; NaN or inf fails. Tolerances depend on the s
 family: ``direct`` (Newton, direct solves), ``iterative`` (PCG, ADMM, ...), ``reference``;
 each residual is judged by the tolerance class its problem declares for it
 (``Problem.residual_tolerances``). The reference optimum a certificate compares with is
-computed once per problem and cached here (:func:`reference_for`).
+computed once per problem and cached here (:func:`reference_for`), when its predicted time is
+within ``reference_budget``.
+
+A reference is trusted only when it reports status ``optimal``: any other (``inaccurate``,
+``max_iterations``, ...) is not used as the optimum, and the certificate falls back to the
+residuals alone (``Certificate.residuals_only``, with a note saying why). A user loss's
+derivatives are checked against finite differences of its value before anything else
+(:func:`~ssl_opt.components.losses.check_loss_derivatives`).
+
+Scaling: an objective of magnitude (``max(|f|, |p*|)``) above ``BAD_SCALE_HIGH``, or a data
+array of the problem whose largest |entry| is outside ``[BAD_DATA_LOW, BAD_DATA_HIGH]`` —
+limits narrowed to the ``*_INACCURATE`` ones when the reference reports a status short of
+optimal, since its inaccuracy is then most likely the scaling's doing — marks the instance
+badly scaled (a tiny objective alone does not: an optimum of 0 is legitimate, e.g. LASS with
+no tag; data scaled down show in the data): ``certify`` warns
+(:class:`~ssl_opt.exceptions.BadScalingWarning`), says so in the report and recommends
+rescaling. The warning does not change the verdict.
 """
 
 from __future__ import annotations
 
+import numbers
+import warnings
 import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
+import scipy.sparse as sp
 
 from ssl_opt import registry
-from ssl_opt.exceptions import UnsupportedProblemError
+from ssl_opt.components.losses import MarginLoss, check_loss_derivatives
+from ssl_opt.exceptions import BadScalingWarning, InvalidInputError, UnsupportedProblemError
 from ssl_opt.problems.base import NonConvexProblem
 from ssl_opt.selection.select import select
 from ssl_opt.solution import FAILED, OPTIMAL, Solution
@@ -39,6 +59,23 @@ TOLERANCES: dict[str, dict[str, float]] = {
 }
 #: Relative uncertainty assumed for a reference optimum when its solver reports no gap.
 REFERENCE_GAP_REL = 1e-8
+#: Default ``reference_budget`` of :func:`certify`: the reference is computed when its cost
+#: model predicts at most this many seconds (an SDP on a few hundred points takes minutes).
+CERTIFY_REFERENCE_BUDGET = 60.0
+#: An objective magnitude above ``BAD_SCALE_HIGH`` marks a badly scaled instance: the solvers'
+#: absolute tolerances then sit at round-off of the objective. When the reference itself reports
+#: ``inaccurate``, the lower ``BAD_SCALE_HIGH_INACCURATE`` applies: its inaccuracy is then most
+#: likely the scaling's doing.
+BAD_SCALE_HIGH = 1e8
+BAD_SCALE_HIGH_INACCURATE = 1e5
+#: Bands for the largest |entry| of each data array the problem stores (a kernel, a
+#: Laplacian, a data or tag matrix): data scaled far from 1 is what makes the objective or the
+#: reference's accuracy drift, and is visible even when the objective is not (LapSVM's optimum
+#: does not change when K is multiplied by a constant).
+BAD_DATA_LOW = 1e-8
+BAD_DATA_HIGH = 1e8
+BAD_DATA_LOW_INACCURATE = 1e-4
+BAD_DATA_HIGH_INACCURATE = 1e4
 
 
 @dataclass
@@ -62,6 +99,14 @@ class Certificate:
     notes: list[str] = field(default_factory=list)
     solver: str = ""
     reference_solver: str | None = None
+    #: No reference optimum was compared with (none available, skipped, or not trusted because
+    #: its status is short of optimal): the certificate rests on the residuals alone.
+    residuals_only: bool = False
+    #: Status of the reference considered (trusted or not), ``None`` without one.
+    reference_status: str | None = None
+    #: The magnitude of the objective or of the data says the data should be rescaled (a
+    #: BadScalingWarning was issued).
+    badly_scaled: bool = False
 
     @property
     def reasons(self) -> list[str]:
@@ -86,17 +131,26 @@ class Certificate:
         return f"Certificate(passed={self.passed}, objective_gap={gap}, residuals={self.residuals})"
 
 
-def certify(problem, solution, reference=None, **tolerances) -> Certificate:
+def certify(problem, solution, reference=None, reference_budget: float = CERTIFY_REFERENCE_BUDGET,
+            **tolerances) -> Certificate:
     """Certify ``solution`` for ``problem``.
 
     ``reference``: a reference :class:`Solution`; ``None`` computes one with the reference
-    backend when the instance is small enough (else certifies on residuals alone and says so);
-    ``False`` skips it. For a non-convex problem (TSVM, DA) the convex inner problem at ``x``
-    is checked against its own reference (``inner_objective_gap``), and the gap to a global
-    reference (exhaustive enumeration on tiny instances) is reported as information only.
+    backend when its predicted time is at most ``reference_budget`` seconds (else certifies on
+    residuals alone and says so); ``False`` skips it. A reference whose status is not
+    ``optimal`` is never used as the optimum: the certificate falls back to the residuals
+    alone and says so (``residuals_only``). For a non-convex problem (TSVM, DA) the convex
+    inner problem at ``x`` is checked against its own reference (``inner_objective_gap``), and
+    the gap to a global reference (exhaustive enumeration on tiny instances) is reported as
+    information only. A user loss whose derivatives disagree with its value raises
+    InvalidInputError; a badly scaled instance gets a BadScalingWarning.
     ``tolerances`` override the family defaults (``eps_abs``, ``eps_rel``,
     ``stationarity``, ``agreement``, and any residual name of ``problem.kkt``).
     """
+    reference_budget = check_reference_budget(reference_budget)
+    loss = getattr(problem, "loss", None)
+    if isinstance(loss, MarginLoss):
+        check_loss_derivatives(loss)
     family = _tolerance_family(solution)
     tol = dict(TOLERANCES[family])
     tol.update(tolerances)
@@ -123,15 +177,29 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
 
     convex = problem.structure.convex
     if finite and isinstance(problem, NonConvexProblem):
-        _check_inner_problem(problem, x, values, tol, checks, notes)
+        _check_inner_problem(problem, x, values, tol, checks, notes, reference_budget)
 
-    ref = None
+    ref = candidate = None
     if reference is None:
-        ref, why = reference_for(problem)
-        if ref is None:
+        candidate, why = reference_for(problem, reference_budget)
+        if candidate is None:
             notes.append(f"no reference optimum: {why}; certified on residuals alone")
     elif reference is not False:
-        ref = reference
+        candidate = reference
+    ref_status = None if candidate is None else getattr(candidate, "status", OPTIMAL)
+    if candidate is not None:
+        distrust = untrusted_reference(candidate)
+        if distrust:
+            notes.append(f"certified on residuals alone: {distrust}, so it is not used as "
+                         "the optimum")
+            if not residuals:
+                checks.append(Check("trusted_reference", 1.0, 0.0, False,
+                                    f"{distrust} and the problem has no residual to fall "
+                                    "back on"))
+            if finite and convex:
+                _excess_check(problem, objective, candidate, tol, checks)
+        else:
+            ref = candidate
     gap = ref_obj = None
     if ref is not None and not convex:
         ref_obj = float(ref.objective)
@@ -155,6 +223,7 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
             else:
                 notes.append(f"predictions differ by {diff:.2e} (relative); the optimum's "
                              "predictions are not unique for this problem, so not checked")
+    badly_scaled = _scaling_notes(problem, objective, candidate, ref_status, notes)
     return Certificate(
         passed=all(c.passed for c in checks),
         objective=objective,
@@ -165,8 +234,76 @@ def certify(problem, solution, reference=None, **tolerances) -> Certificate:
         checks=checks,
         notes=notes,
         solver=solver_name,
-        reference_solver=getattr(ref, "solver", None),
+        reference_solver=getattr(candidate, "solver", None),
+        residuals_only=ref is None,
+        reference_status=ref_status,
+        badly_scaled=badly_scaled,
     )
+
+
+def check_reference_budget(value) -> float:
+    """``reference_budget`` is a number of seconds > 0 (``inf``: no limit)."""
+    if (isinstance(value, bool) or not isinstance(value, numbers.Real) or np.isnan(value)
+            or value <= 0):
+        raise InvalidInputError(
+            f"reference_budget must be a number of seconds > 0 (inf for no limit), got "
+            f"{value!r}.")
+    return float(value)
+
+
+def untrusted_reference(ref) -> str:
+    """Why ``ref`` may not serve as the optimum ("" when it may): its status is short of
+    optimal, or its objective is not finite."""
+    status = getattr(ref, "status", OPTIMAL)
+    name = getattr(ref, "solver", None) or "reference"
+    if status != OPTIMAL:
+        return f"the reference ({name}) reported status {status!r}"
+    if not np.isfinite(float(ref.objective)):
+        return f"the reference ({name}) has objective {float(ref.objective)!r}"
+    return ""
+
+
+def _scaling_notes(problem, objective, candidate, ref_status, notes) -> bool:
+    """Warn (BadScalingWarning and a note) when the magnitude of the objective or of the
+    problem's data shows the instance is badly scaled; the rule is in the module docstring."""
+    inaccurate = ref_status is not None and ref_status != OPTIMAL
+    magnitudes = {"the objective": max(
+        (abs(v) for v in (objective, getattr(candidate, "objective", np.nan)) if np.isfinite(v)),
+        default=np.nan)}
+    bands = {"the objective": (0.0, BAD_SCALE_HIGH_INACCURATE if inaccurate else BAD_SCALE_HIGH)}
+    for name, size in data_magnitudes(problem).items():
+        magnitudes[f"{name} (largest |entry|)"] = size
+        bands[f"{name} (largest |entry|)"] = ((BAD_DATA_LOW_INACCURATE, BAD_DATA_HIGH_INACCURATE)
+                                             if inaccurate else (BAD_DATA_LOW, BAD_DATA_HIGH))
+    outside = [f"{what} is {size:.1e}, outside [{bands[what][0]:.0e}, {bands[what][1]:.0e}]"
+               if bands[what][0] else f"{what} is {size:.1e} > {bands[what][1]:.0e}"
+               for what, size in magnitudes.items()
+               if np.isfinite(size) and (size > bands[what][1] or 0.0 < size < bands[what][0])]
+    if not outside:
+        return False
+    message = ("the instance looks badly scaled: " + "; ".join(outside)
+               + (f"; the reference reported status {ref_status!r}" if inaccurate else "")
+               + ". Solvers and certificates may disagree at such scales: rescale the data "
+               "(e.g. divide each matrix by its largest entry) so that they and the objective "
+               "are of order 1")
+    notes.append(message)
+    warnings.warn(message, BadScalingWarning, stacklevel=3)
+    return True
+
+
+def data_magnitudes(problem) -> dict[str, float]:
+    """Largest |entry| of each public float array (dense or sparse) the problem stores."""
+    sizes = {}
+    for name, value in vars(problem).items():
+        if name.startswith("_"):
+            continue
+        data = value.data if sp.issparse(value) else value
+        if (isinstance(data, np.ndarray) and data.size
+                and np.issubdtype(data.dtype, np.floating)):
+            finite = np.abs(data[np.isfinite(data)])
+            if finite.size:
+                sizes[name] = float(finite.max())
+    return sizes
 
 
 def _gap_check(name, objective, ref, tol) -> tuple[Check, float]:
@@ -187,12 +324,36 @@ def _gap_check(name, objective, ref, tol) -> tuple[Check, float]:
     return Check(name, gap, allowed, ok, note), gap
 
 
-def _check_inner_problem(problem, x, values, tol, checks, notes) -> None:
+def _excess_check(problem, objective, ref, tol, checks) -> None:
+    """One-sided check against an untrusted reference: the objective *recomputed* at its point
+    is an upper bound on p* when that point is feasible, so a solution above it by more than the
+    pass rule allows is shown not optimal. It can fail a solution, never prove it optimal."""
+    point = problem.unpack(ref.x)
+    if not all(np.all(np.isfinite(v)) for v in point.values()):
+        return
+    upper = float(problem.objective(point))
+    feasibility = {name: value for name, value in problem.kkt(ref.x).items()
+                   if problem.residual_tolerances[name] == "feasibility"}
+    if not np.isfinite(upper) or any(not value <= tol.get(name, tol["feasibility"])
+                                     for name, value in feasibility.items()):
+        return
+    scale = max(1.0, abs(upper))
+    excess = (objective - upper) / scale
+    allowed = (tol["eps_abs"] + tol["eps_rel"] * scale) / scale
+    if excess > allowed:
+        checks.append(Check("objective_gap", excess, allowed, False,
+                            "above the objective at the untrusted reference's point"))
+
+
+def _check_inner_problem(problem, x, values, tol, checks, notes, budget) -> None:
     """Non-convex problems: the convex inner problem (discrete / block variables fixed at
     ``x``) must be solved to optimality — checked against its own reference optimum."""
     inner = problem.inner_problem(x)
     point = {k: values[k] for k in inner.variables}
-    ref, why = reference_for(inner)
+    ref, why = reference_for(inner, budget)
+    if ref is not None:
+        why = untrusted_reference(ref)
+        ref = None if why else ref
     if ref is None:
         notes.append(f"inner convex problem not checked against a reference: {why}")
         return
@@ -206,31 +367,26 @@ def _tolerance_family(solution) -> str:
     return "iterative"
 
 
-#: ``certify`` computes a reference on its own up to this size, and when the reference's cost
-#: model predicts at most this many seconds (an SDP on a few hundred points takes minutes).
-CERTIFY_REFERENCE_MAX_N = 600
-CERTIFY_REFERENCE_MAX_SECONDS = 60.0
-
 _reference_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def reference_for(problem) -> tuple[Solution | None, str]:
-    """The reference optimum of ``problem`` (cached per problem), or ``(None, reason)``."""
+def reference_for(problem, budget: float = CERTIFY_REFERENCE_BUDGET
+                  ) -> tuple[Solution | None, str]:
+    """The reference solution of ``problem`` (cached per problem, whatever its status: the
+    caller judges it with :func:`untrusted_reference`), or ``(None, reason)`` when none is
+    available or its predicted time exceeds ``budget`` seconds."""
     if problem in _reference_cache:
         return _reference_cache[problem], ""
-    n = problem.structure.sizes.get("n", 0)
-    if n > CERTIFY_REFERENCE_MAX_N:
-        return None, f"n = {n} > {CERTIFY_REFERENCE_MAX_N} is too large for the reference"
     try:
         selection = select(problem, "reference")
     except UnsupportedProblemError as exc:
         return None, str(exc)
     solver = registry.get_solver(selection.solver)
     predicted = selection.predicted_time[solver.name]
-    if predicted > CERTIFY_REFERENCE_MAX_SECONDS:
-        return None, (f"the reference ({solver.name}) is predicted to take {predicted:.0f} s > "
-                      f"{CERTIFY_REFERENCE_MAX_SECONDS:.0f} s; pass reference= to certify "
-                      "against one you computed")
+    if predicted > budget:
+        return None, (f"the reference ({solver.name}) is predicted to take {predicted:.3g} s > "
+                      f"reference_budget = {budget:.3g} s; raise reference_budget or pass "
+                      "reference= to certify against one you computed")
     ref = solver.solve(problem)
     if ref.status == FAILED:
         return None, f"the reference solver failed: {ref.info.get('reason')}"

@@ -15,3 +15,9 @@ class SolverNotFoundError(LookupError):
 
 class InsufficientMemoryError(UnsupportedProblemError):
     """No applicable solver is predicted to fit in the memory available."""
+
+
+class BadScalingWarning(UserWarning):
+    """A problem's data are so badly scaled that solvers and certificates cannot be trusted to
+    agree (an objective of magnitude far from 1, a reference that reports an inaccurate solve);
+    rescale the data (e.g. divide the kernel or the data matrix by its largest entry)."""

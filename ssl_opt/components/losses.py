@@ -46,7 +46,10 @@ Huber hinge (δ)        see :class:`HuberHinge`      −g + δg²/2, 0 ≤ g ≤
 A user-defined loss subclasses :class:`MarginLoss` and implements ``value`` and ``cvxpy``; its
 capabilities are then read from the methods it implements (``derivative`` makes it smooth and
 PCG runs on it, ``second_derivative`` adds Newton), the reference backend solves it and
-``certify`` checks it with no other code.
+``certify`` checks it with no other code. Its ``derivative`` and ``second_derivative`` are
+checked against central finite differences of ``value`` when the loss is resolved for a problem
+and when a solution is certified (:func:`check_loss_derivatives`); a loss whose derivatives are
+discontinuous somewhere lists those margins in ``kinks`` so the check stays away from them.
 """
 
 from __future__ import annotations
@@ -71,6 +74,8 @@ class MarginLoss:
     unique_decision: ClassVar[bool] = False
     #: ``(κ, lo, hi)``: ``φ*(−g) = −g + κg²/2`` on ``lo ≤ g ≤ hi`` (±inf allowed), else +∞.
     conjugate_form: ClassVar[tuple[float, float, float] | None] = None
+    #: Margins where φ' or φ'' jumps; the finite-difference check of the derivatives avoids them.
+    kinks: ClassVar[tuple[float, ...]] = ()
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -352,11 +357,70 @@ def get_margin_loss(loss: str | MarginLoss | type[MarginLoss]) -> MarginLoss:
     """The loss object for a registered name or alias, a MarginLoss class, or an instance
     (returned as is); a clear error otherwise."""
     if isinstance(loss, MarginLoss):
-        return loss
+        return check_loss_derivatives(loss)
     if isinstance(loss, type) and issubclass(loss, MarginLoss):
-        return loss()
+        return check_loss_derivatives(loss())
     if isinstance(loss, str) and loss in LOSS_NAMES:
         return LOSS_NAMES[loss]()
     raise InvalidInputError(
         f"loss must be one of {sorted(LOSS_NAMES)} or a MarginLoss instance, got {loss!r}."
     )
+
+
+#: Margins where a user loss's derivatives are compared with finite differences of its value:
+#: spread over [−3, 3], away from 0 and from the hinge kink at m = 1.
+DERIVATIVE_CHECK_MARGINS = np.array([-2.9, -2.1, -1.3, -0.6, 0.3, 0.55, 1.45, 2.2, 2.95])
+#: Relative finite-difference step, relative tolerance and the floor of the tolerance (relative
+#: to the largest |φ| at the check margins); a derivative off by a factor agrees with neither.
+DERIVATIVE_CHECK_STEP = 1e-4
+DERIVATIVE_CHECK_RTOL = 1e-3
+DERIVATIVE_CHECK_FLOOR = 1e-6
+
+
+def check_loss_derivatives(loss: MarginLoss) -> MarginLoss:
+    """Check a user loss's ``derivative`` (and ``second_derivative``, when implemented) against
+    central finite differences of its ``value``; returns ``loss`` or raises InvalidInputError
+    naming the loss and the method.
+
+    With ``h = DERIVATIVE_CHECK_STEP·max(1, |m|)`` at each check margin m farther than 2h from
+    every declared kink::
+
+        φ'(m)  ≈ (φ(m + h) − φ(m − h)) / 2h,   φ''(m) ≈ (φ(m + h) − 2φ(m) + φ(m − h)) / h²,
+
+    and a derivative ``d`` passes when ``|d − fd| ≤ rtol·max(|d|, |fd|) + floor·max(1, max|φ|)``.
+    The built-in losses are not checked (their tests compare them with closed forms).
+    """
+    if type(loss) in MARGIN_LOSSES.values():
+        return loss
+    offered = loss.capabilities
+    methods = [name for name in ("derivative", "second_derivative") if name in offered]
+    if not methods:
+        return loss
+    m = DERIVATIVE_CHECK_MARGINS
+    h = DERIVATIVE_CHECK_STEP * np.maximum(1.0, np.abs(m))
+    kinks = np.asarray(getattr(loss, "kinks", ()), dtype=float).reshape(-1)
+    if kinks.size:
+        m_far = np.min(np.abs(m[:, None] - kinks[None, :]), axis=1) > 2.0 * h
+        m, h = m[m_far], h[m_far]
+    if m.size == 0:
+        return loss
+    with np.errstate(all="ignore"):
+        plus, mid, minus = (np.asarray(loss.value(v), dtype=float) for v in (m + h, m, m - h))
+        estimates = {"derivative": (plus - minus) / (2.0 * h),
+                     "second_derivative": (plus - 2.0 * mid + minus) / (h * h)}
+        floor = DERIVATIVE_CHECK_FLOOR * max(1.0, float(np.nanmax(np.abs(mid), initial=0.0)))
+        for name in methods:
+            claimed = np.asarray(getattr(loss, name)(m.copy()), dtype=float)
+            fd = estimates[name]
+            usable = np.isfinite(fd)
+            bad = usable & ~(np.abs(claimed - fd)
+                             <= DERIVATIVE_CHECK_RTOL * np.maximum(np.abs(claimed), np.abs(fd))
+                             + floor)
+            if np.any(bad):
+                i = int(np.argmax(bad))
+                raise InvalidInputError(
+                    f"loss {loss!r} ({type(loss).__name__}.{name}) disagrees with finite "
+                    f"differences of its value: at m = {m[i]:g} it returns {claimed[i]:.6g}, "
+                    f"the central difference of value() gives {fd[i]:.6g}. Fix {name}(), or "
+                    f"declare the margins where the loss has a kink in its 'kinks' attribute.")
+    return loss

@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 
 import ssl_opt
-from ssl_opt import certificate
 from ssl_opt.components import MarginLoss
 from ssl_opt.problems import LapSVM
 from ssl_opt.solution import Solution
@@ -64,12 +63,12 @@ def test_hinge_certificate_uses_subdifferential(problem_factory):
     assert not cert.passed
 
 
-def test_large_instance_certified_on_residuals_alone(moons, monkeypatch):
-    monkeypatch.setattr(certificate, "CERTIFY_REFERENCE_MAX_N", 10)
+def test_reference_over_budget_certified_on_residuals_alone(moons):
     sol = ssl_opt.solve(moons, solver="newton")
-    cert = ssl_opt.certify(moons, sol)
-    assert cert.passed and cert.objective_gap is None
-    assert any("residuals alone" in note for note in cert.notes)
+    cert = ssl_opt.certify(moons, sol, reference_budget=1e-9)
+    assert cert.passed and cert.objective_gap is None and cert.residuals_only
+    assert any("residuals alone" in note and "cvxpy" in note and "predicted" in note
+               for note in cert.notes)
 
 
 def test_tolerance_override_can_fail_a_pcg_solution(moons):
