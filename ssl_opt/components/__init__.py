@@ -9,6 +9,7 @@ from ssl_opt.components.losses import (
     MarginLoss,
     Square,
     SquaredHinge,
+    check_loss_derivatives,
     get_margin_loss,
     implemented_capabilities,
 )
@@ -23,6 +24,7 @@ __all__ = [
     "MarginLoss",
     "Square",
     "SquaredHinge",
+    "check_loss_derivatives",
     "get_margin_loss",
     "implemented_capabilities",
     "project_rows_to_simplex",
