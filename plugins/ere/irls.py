@@ -59,7 +59,14 @@ import scipy.linalg as la
 from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_bool, check_positive, choice, greater_than, integer
+from ssl_opt._validation import (
+    check_bool,
+    check_positive,
+    choice,
+    greater_than,
+    integer,
+    reject_complex,
+)
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
@@ -164,10 +171,10 @@ class IRLS(Solver):
 
     def _solve(self, problem, warm_start, **options) -> Solution:
         opts = IRLSOptions(**options)
+        x0, warm_delta = _warm_start(problem, warm_start)  # checked even where unused (LRL)
         if isinstance(problem, LRL):
             return self._lrl(problem)
         step = weighted_ls_step(problem, opts.linear_solver)
-        x0, warm_delta = _warm_start(problem, warm_start)
         if x0 is not None and (isinstance(problem, SumOfNorms) or problem.robust):
             done = _certified_warm_start(self, problem, warm_start, opts, warm_delta)
             if done is not None:
@@ -200,21 +207,36 @@ def _warm_start(problem, warm_start) -> tuple[np.ndarray | None, float | None]:
     warm start); checked against the problem's shapes and for finiteness."""
     if warm_start is None:
         return None, None
-    x0 = problem.pack(warm_start)
-    # A previous IRLS solution says at which δ it ended: continue from there.
-    info = getattr(warm_start, "info", {})
-    values = getattr(warm_start, "x", warm_start)
-    warm_delta = None
-    if info.get("delta") is not None:
-        warm_delta = float(info["delta"])
-    elif hasattr(values, "get") and values.get("delta") is not None:
-        warm_delta = float(np.asarray(values["delta"]))
+    try:
+        if isinstance(problem, LRL):  # no flat form: checked, then unused
+            x0 = np.concatenate([v.ravel() for v in problem.unpack(warm_start).values()])
+        else:
+            x0 = problem.pack(warm_start)
+        # A previous IRLS solution says at which δ it ended: continue from there.
+        info = getattr(warm_start, "info", {})
+        values = getattr(warm_start, "x", warm_start)
+        warm_delta = None
+        if info.get("delta") is not None:
+            warm_delta = _warm_delta(info["delta"])
+        elif hasattr(values, "get") and values.get("delta") is not None:
+            warm_delta = _warm_delta(values["delta"])
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"warm_start: {exc}") from exc
     if not np.all(np.isfinite(x0)):
         raise InvalidInputError("warm_start contains NaN or inf; pass a finite point.")
     if warm_delta is not None and not (np.isfinite(warm_delta) and warm_delta > 0):
         raise InvalidInputError(
             f"warm_start's delta must be a finite number > 0, got {warm_delta!r}.")
     return x0, warm_delta
+
+
+def _warm_delta(value) -> float:
+    """The δ a warm start carries, as a real scalar (range checked by the caller)."""
+    reject_complex(value, "delta")
+    try:
+        return float(np.asarray(value, dtype=np.float64))
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(f"delta must be a real number > 0, got {value!r}.") from exc
 
 
 def _certified_warm_start(solver, problem, warm_start, opts: IRLSOptions, warm_delta):

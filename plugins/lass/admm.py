@@ -37,7 +37,14 @@ from scipy.sparse.linalg import eigsh, lobpcg
 from ssl_opt.plugins.lass.laplacian_solve import BlockCG, FactorSolve
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_bool, check_positive, choice, integer, optional
+from ssl_opt._validation import (
+    as_float_array,
+    check_bool,
+    check_positive,
+    choice,
+    integer,
+    optional,
+)
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
@@ -144,11 +151,7 @@ class ADMM(Solver):
                linear_solver, warm_start, project, verbose) -> Solution:
         start = time.perf_counter()
         N, K = problem.N, problem.K
-        Z0 = Psi0 = None
-        if warm_start is not None:
-            Z0 = problem.unpack(warm_start)["Z"]
-            values = getattr(warm_start, "x", warm_start)
-            Psi0 = np.asarray(values["Psi"], dtype=float) if "Psi" in values else None
+        Z0, Psi0 = (None, None) if warm_start is None else _warm_start(problem, warm_start)
         Z, nu, Psi = np.empty((N, K)), np.empty(N), np.empty((N, K))
         history = History()
         status, iterations, rhos, kinds = OPTIMAL, 0, [], set()
@@ -186,6 +189,25 @@ class ADMM(Solver):
                         info={"components": int(count), "isolated_items": int(single.sum()),
                               "rho": rhos[0] if len(rhos) == 1 else rhos,
                               "linear_solver": sorted(kinds)})
+
+
+def _warm_start(problem: LASS, warm_start) -> tuple[np.ndarray, np.ndarray | None]:
+    """``(Z, Ψ or None)`` of a previous Solution or dict: real, finite, of the problem's
+    shapes; a malformed one is an error naming ``warm_start``."""
+    try:
+        Z0 = problem.unpack(warm_start)["Z"]
+        values = getattr(warm_start, "x", warm_start)
+        Psi0 = None
+        if values.get("Psi") is not None:
+            Psi0 = as_float_array(values["Psi"], "x['Psi']")
+            if Psi0.shape != (problem.N, problem.K):
+                raise InvalidInputError(
+                    f"x['Psi'] must have shape {(problem.N, problem.K)}, got {Psi0.shape}.")
+    except InvalidInputError as exc:
+        raise InvalidInputError(f"warm_start: {exc}") from exc
+    if not (np.all(np.isfinite(Z0)) and (Psi0 is None or np.all(np.isfinite(Psi0)))):
+        raise InvalidInputError("warm_start contains NaN or inf; pass a finite Z (and Psi).")
+    return Z0, Psi0
 
 
 def _isolated_items(G: np.ndarray):

@@ -37,7 +37,13 @@ import time
 import numpy as np
 from scipy.linalg.lapack import dposv
 
-from ssl_opt._validation import check_bool, check_nonnegative, integer, optional
+from ssl_opt._validation import (
+    as_float_array,
+    check_bool,
+    check_nonnegative,
+    integer,
+    optional,
+)
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
@@ -371,7 +377,11 @@ def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:
             if "V" not in values:
                 raise InvalidInputError("warm_start must carry the BCD factor 'V' (r×l).")
             V = values["V"]
-        V = np.array(V, dtype=np.float64)
+        try:
+            V = as_float_array(V, "warm_start V")
+        except InvalidInputError as exc:
+            raise InvalidInputError(
+                f"{exc} (warm_start: the BCD factor V, an (r, {l}) array)") from exc
         if V.ndim != 2 or V.shape[1] != l or not np.all(np.isfinite(V)):
             raise InvalidInputError(
                 f"warm_start V must be a finite (r, {l}) array (l = constrained points), "

@@ -149,6 +149,10 @@ def shared_data_dir() -> Path | None:
 def resolve_data_file(filename: str, path) -> Path:
     """``path`` (a file, or a folder holding ``filename``), else ``filename`` in
     :func:`shared_data_dir`; :class:`FileNotFoundError` saying where it looked otherwise."""
+    if path is not None and not isinstance(path, (str, os.PathLike)):
+        raise InvalidInputError(
+            f"path must be None, a str or an os.PathLike naming {filename} or its folder, got "
+            f"{path!r}.")
     if path is None:
         folder = shared_data_dir()
         if folder is None:

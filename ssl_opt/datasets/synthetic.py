@@ -199,6 +199,7 @@ def load_g50c(split: int = 0, path=None) -> Dataset:
     """
     from scipy.io import loadmat
 
+    check_int(split, "split", 0)  # the upper bound comes with the file
     file = resolve_data_file("g50c.mat", path)
     mat = loadmat(str(file))
     missing = [k for k in ("X", "y", "idxLabs", "idxUnls") if k not in mat]

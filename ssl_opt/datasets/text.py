@@ -215,6 +215,7 @@ def load_pcmac(split: int = 0, path: str | Path | None = None) -> Dataset:
         When ``split`` is out of range or the file's contents are malformed (missing keys,
         labels other than ±1, indices out of range or repeated within a split).
     """
+    check_int(split, "split", 0)  # the upper bound comes with the file
     file = resolve_data_file("text1.mat", path)
     mat = load_mat(file)
     missing = [k for k in ("X", "y", "idxLabs", "idxUnls") if k not in mat]

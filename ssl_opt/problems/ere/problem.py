@@ -41,11 +41,11 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt._validation import as_float_matrix, check_bool, check_positive
+from ssl_opt._validation import as_float_matrix, check_bool, check_positive, reject_complex
 from ssl_opt.builders.laplacian import incidence_matrix, validated_adjacency
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
-from ssl_opt.problems.ere.groups import GroupOperator, smoothed_norms
+from ssl_opt.problems.ere.groups import GroupOperator, smoothed_norms, warn_if_badly_scaled
 from ssl_opt.problems.ere.sum_of_norms import (
     CERTIFICATE_OPTIONS,
     CERTIFICATE_RESIDUALS,
@@ -58,6 +58,7 @@ from ssl_opt.problems.ere.sum_of_norms import (
 
 def check_label_matrix(Y, n: int, name: str = "Y") -> np.ndarray:
     """A non-empty (l, c) matrix of 0/1 with ``1 <= l <= n``."""
+    reject_complex(Y, name)
     if sp.issparse(Y):
         Y = Y.toarray()
     try:
@@ -209,6 +210,12 @@ class ERE(_LabelEmbedding):
     def __init__(self, X, A, Y, alpha, beta, robust: bool = True):
         self._setup(X, A, Y, alpha, beta)
         self.robust = check_bool(robust, "robust")
+        x_max = float(abs(self.X).max()) if self.X.size else 0.0
+        warn_if_badly_scaled(
+            "ERE", {"max degree(A)": float(self.degree.max(initial=0.0)),
+                    "alpha·max(1, max|X|)": self.alpha * max(1.0, x_max), "beta": self.beta},
+            "Multiply A, alpha and beta by one factor (the minimizer is unchanged) so that "
+            "they are of order 1.")
         self._freeze()
 
     # ------------------------------------------------------------------ declaration

@@ -53,6 +53,7 @@ from ssl_opt._validation import (
     check_symmetric,
     choice,
     integer,
+    reject_complex,
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
@@ -64,6 +65,7 @@ from ssl_opt.problems.ere.groups import (
     smoothed_multipliers,
     smoothed_norms,
     stationarity,
+    warn_if_badly_scaled,
 )
 from ssl_opt.solvers import Option
 
@@ -252,6 +254,8 @@ class SumOfNorms(Problem):
     def __init__(self, Q, c, G, h, group_size, weights=None):
         Qm = as_float_matrix(Q, "Q")
         n = check_square(Qm, "Q")
+        if n == 0:
+            raise InvalidInputError("Q is empty (0x0): at least one variable is needed.")
         check_symmetric(Qm, "Q")
         self.Q = sp.csr_matrix(Qm, copy=True)
         self.c = _vector(c, "c", n)
@@ -281,6 +285,12 @@ class SumOfNorms(Problem):
         self.n = n
         _check_psd(self.Q)
         self.groups = MatrixGroups(self.G, self.h, k, self.w)
+        warn_if_badly_scaled(
+            "SumOfNorms", {"max|Q|": float(np.abs(self.Q.data).max(initial=0.0)),
+                           "max|c|": float(np.abs(self.c).max()),
+                           "max_j Σ_i w_i‖G_i e_j‖": float(self.groups.norm_scale.max())},
+            "Multiply Q, c and weights by one factor (the minimizer is unchanged) so that they "
+            "are of order 1.")
         self._freeze()
 
     # ------------------------------------------------------------------ declaration
@@ -350,6 +360,7 @@ class SumOfNorms(Problem):
 
 
 def _vector(value, name: str, size: int) -> np.ndarray:
+    reject_complex(value, name)
     if sp.issparse(value):
         value = value.toarray()
     try:
@@ -371,9 +382,31 @@ def _check_psd(Q: sp.csr_matrix) -> None:
     if np.any(diag < -1e-12 * max(scale, 1.0)):
         raise InvalidInputError("Q must be positive semidefinite: it has a negative diagonal "
                                 "entry.")
-    if Q.shape[0] <= PSD_CHECK_MAX_N and Q.nnz:
-        lam_min = float(np.linalg.eigvalsh(Q.toarray())[0])
-        if lam_min < -1e-10 * max(scale, 1.0):
-            raise InvalidInputError(
-                f"Q must be positive semidefinite (smallest eigenvalue {lam_min:.3g}); f must be "
-                "convex.")
+    if not Q.nnz:
+        return
+    lam_min = (float(np.linalg.eigvalsh(Q.toarray())[0]) if Q.shape[0] <= PSD_CHECK_MAX_N
+               else _smallest_ritz_value(Q))
+    if lam_min is not None and lam_min < -1e-10 * max(scale, 1.0):
+        raise InvalidInputError(
+            f"Q must be positive semidefinite (smallest eigenvalue {lam_min:.3g}); f must be "
+            "convex.")
+
+
+#: Lanczos restarts of the PSD check above :data:`PSD_CHECK_MAX_N` (a few sparse products
+#: per restart: small next to a solve).
+PSD_LANCZOS_MAXITER = 10
+
+
+def _smallest_ritz_value(Q: sp.csr_matrix) -> float | None:
+    """The smallest Ritz value of a short Lanczos run (ARPACK, smallest algebraic), converged
+    or not: a Rayleigh quotient ``vᵀQv/vᵀv``, so a negative one proves Q indefinite. None when
+    the run found none (the check is then not made)."""
+    from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+
+    v0 = np.random.default_rng(0).standard_normal(Q.shape[0])
+    try:
+        vals = eigsh(Q, k=1, which="SA", tol=1e-3, v0=v0, maxiter=PSD_LANCZOS_MAXITER,
+                     return_eigenvectors=False)
+    except ArpackNoConvergence as exc:
+        vals = exc.eigenvalues
+    return float(np.min(vals)) if len(vals) else None

@@ -29,6 +29,7 @@ from ssl_opt._validation import (
     check_nonnegative,
     check_square,
     check_symmetric,
+    reject_complex,
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.factor import psd_factor
@@ -127,11 +128,19 @@ def kernel_kmeans(
     return km.fit_predict(Phi).astype(np.int64)
 
 
+def _check_labeling(y, name: str) -> np.ndarray:
+    """A 1-D labeling (class ids of any hashable kind; real floats must be finite)."""
+    reject_complex(y, name)
+    arr = np.asarray(y)
+    if arr.ndim != 1:
+        raise InvalidInputError(f"{name} must be 1-D, got an array with shape {arr.shape}.")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+        raise InvalidInputError(f"{name} contains NaN or inf; give every point a class.")
+    return arr
+
+
 def _check_labelings(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
-    a, b = np.asarray(y_true), np.asarray(y_pred)
-    for name, arr in (("y_true", a), ("y_pred", b)):
-        if arr.ndim != 1:
-            raise InvalidInputError(f"{name} must be 1-D, got an array with shape {arr.shape}.")
+    a, b = _check_labeling(y_true, "y_true"), _check_labeling(y_pred, "y_pred")
     if a.size != b.size:
         raise InvalidInputError(
             f"y_true and y_pred must have the same length, got {a.size} and {b.size}."
@@ -183,9 +192,7 @@ def evaluate_kernel(K=None, *, factor=None, y, n_init: int = 10, seed: int | Non
     \Phi\Phi^\top`) must be given; ``y`` holds the true class of each of the n points.
     """
     Phi = _resolve_factor(K, factor)
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise InvalidInputError(f"y must be 1-D, got an array with shape {y.shape}.")
+    y = _check_labeling(y, "y")
     if y.size != Phi.shape[0]:
         what = "K" if factor is None else "factor"
         raise InvalidInputError(

@@ -39,6 +39,7 @@ from ssl_opt._validation import (
     check_square,
     check_symmetric,
     choice,
+    reject_complex,
 )
 from ssl_opt.builders.laplacian import laplacian, validated_adjacency
 from ssl_opt.components import MarginLoss, get_margin_loss
@@ -61,11 +62,15 @@ KINK_FIT_MAX_NNZ = 5_000_000
 def npkl_regularizer(S, delta: float) -> sp.csr_matrix:
     """``Δ = (1+δ)I − D^{-1/2} S D^{-1/2} = L_sym + δI`` (isolated points: ``Δ_ii = 1+δ``)."""
     S = validated_adjacency(S, "S")
+    if S.shape[0] == 0:
+        raise InvalidInputError("S is empty (0x0): NPKL needs at least two points.")
     return sp.csr_matrix(laplacian(S, normalized=True) + delta * sp.identity(S.shape[0]))
 
 
 def check_pairs(pairs, labels, n: int) -> tuple[np.ndarray, np.ndarray]:
     """Validated ``(pairs, labels)``: an (m, 2) int array with ``i < j`` per row, and ±1 floats."""
+    reject_complex(pairs, "pairs")
+    reject_complex(labels, "labels")
     try:
         P = np.asarray(pairs)
     except (TypeError, ValueError) as exc:
@@ -74,7 +79,8 @@ def check_pairs(pairs, labels, n: int) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidInputError(
             f"pairs must be a non-empty (m, 2) array of point indices, got shape {P.shape}.")
     if not np.issubdtype(P.dtype, np.integer):
-        if not (np.issubdtype(P.dtype, np.floating) and np.all(P == np.round(P))):
+        if not (np.issubdtype(P.dtype, np.floating) and np.all(np.isfinite(P))
+                and np.all(P == np.round(P))):
             raise InvalidInputError("pairs must hold integer point indices.")
     P = P.astype(np.int64)
     if P.min() < 0 or P.max() >= n:
@@ -87,7 +93,7 @@ def check_pairs(pairs, labels, n: int) -> tuple[np.ndarray, np.ndarray]:
         raise InvalidInputError(
             "pairs must list each unordered pair {i, j} once; remove the duplicates.")
     try:
-        T = np.asarray(labels, dtype=np.float64)
+        T = np.array(labels, dtype=np.float64)  # a copy: the problem freezes it
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(f"labels must be ±1 (must-link / cannot-link): {exc}") from exc
     if T.shape != (P.shape[0],):
@@ -143,7 +149,8 @@ class NPKL(Problem):
         the boundary kernel problem of :class:`~ssl_opt.problems.npkl.boundary.BoundaryReduction`.
         ``lambda_min_bound``: a positive lower bound on ``λ_min(Δ)`` (computed when omitted)."""
         Delta = as_float_matrix(Delta, "Delta")
-        check_square(Delta, "Delta")
+        if check_square(Delta, "Delta") == 0:
+            raise InvalidInputError("Delta is empty (0x0): NPKL needs at least two points.")
         check_symmetric(Delta, "Delta")
         if lambda_min_bound is None:
             lambda_min_bound = extreme_eigenvalues(Delta)[0]
