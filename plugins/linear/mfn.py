@@ -166,7 +166,7 @@ class MFN(Solver):
 
     def _solve(self, problem: LinearSVM, tol, max_iter, cg_max_iter, forcing,
                warm_start) -> Solution:
-        w0 = None if warm_start is None else problem.unpack(warm_start)["w"]
+        w0 = None if warm_start is None else problem.warm_start_values(warm_start)["w"]
         res = mfn(problem.design, problem.y, problem.cost, problem.lam, w0=w0, tol=tol,
                   max_iter=max_iter, cg_max_iter=cg_max_iter, forcing=forcing)
         history = History()

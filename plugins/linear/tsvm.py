@@ -97,7 +97,7 @@ class TSVMSolver(Solver):
             y_u = problem.balanced_labels(o[l:])
             lam0 = min(lam_u_start, problem.lam_u)
         else:
-            v = problem.unpack(warm_start)
+            v = problem.warm_start_values(warm_start)
             w, y_u = v["w"].copy(), v["y_u"].copy()
             if not np.all(np.isin(y_u, (-1.0, 1.0))) or int((y_u > 0).sum()) != problem.n_pos:
                 raise InvalidInputError(

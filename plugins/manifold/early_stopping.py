@@ -15,6 +15,7 @@ import math
 
 import numpy as np
 
+from ssl_opt._validation import as_float_array, as_float_matrix
 from ssl_opt.exceptions import InvalidInputError
 
 #: ``None`` (no early stopping) or a rule; PCG's ``early_stopping`` option checks the value.
@@ -74,8 +75,8 @@ def _check_validation(validation, n):
         K_val, y_val = validation
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("validation must be a pair (K_val, y_val).") from exc
-    K_val = np.asarray(K_val, dtype=float)
-    y_val = np.asarray(y_val, dtype=float)
+    K_val = as_float_matrix(K_val, "validation K_val", allow_sparse=False)
+    y_val = as_float_array(y_val, "validation y_val")
     if K_val.ndim != 2 or K_val.shape[1] != n or y_val.shape != (K_val.shape[0],):
         raise InvalidInputError(
             f"validation=(K_val, y_val) needs K_val of shape (|V|, {n}) and y_val of shape "

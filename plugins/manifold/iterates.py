@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
 
+from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.solution import History, Solution
 
 
@@ -11,7 +14,7 @@ def initial_point(problem, warm_start) -> tuple[np.ndarray, float]:
     """``(α, b)`` from a previous Solution or dict, or zeros [000 Alg. 1]."""
     if warm_start is None:
         return np.zeros(problem.n), 0.0
-    x = problem.unpack(warm_start)
+    x = problem.warm_start_values(warm_start)
     return x["alpha"].copy(), float(x["b"]) if problem.bias else 0.0
 
 
@@ -29,3 +32,34 @@ def manifold_solution(solver, alpha, b, objective, status, iterations, history: 
         history=history,
         info=info,
     )
+
+
+def curvature_scales(problem) -> tuple[float, float]:
+    """``(max|K|, max|L|)`` for :func:`check_curvature` (0 for a kernel operator)."""
+    K = problem.K
+    k_scale = 0.0 if isinstance(K, LinearOperator) else _abs_max(K)
+    return k_scale, _abs_max(problem.L)
+
+
+def check_curvature(d_a, Kd, f_d, Lf_d, scales: tuple[float, float]) -> None:
+    """Refuse a problem found non-convex along a search direction: ``d_aᵀK d_a < 0`` or
+    ``f_dᵀL f_d < 0`` beyond round-off (``1e-8·(max|M|·‖d‖² + ‖d‖‖Md‖)``) happens only when K
+    or L is indefinite. The build-time PSD check covers small n; this O(n) test covers larger
+    n and kernel operators. It sees only the directions the solver takes, so it is a necessary
+    check, not a proof of convexity."""
+    for name, d, Md, scale in (("K", d_a, Kd, scales[0]), ("L", f_d, Lf_d, scales[1])):
+        curvature = float(d @ Md)
+        norm_d = float(np.linalg.norm(d))
+        if curvature < -1e-8 * norm_d * (scale * norm_d + float(np.linalg.norm(Md))):
+            raise InvalidInputError(
+                f"{name} is not positive semidefinite (negative curvature {curvature:.3g} "
+                f"along a search direction); the problem is non-convex and has no optimum to "
+                f"report. Use a PSD {name} (a valid kernel, or a Laplacian of non-negative "
+                "weights)."
+            )
+
+
+def _abs_max(M) -> float:
+    if sp.issparse(M):
+        return float(abs(M).max()) if M.nnz else 0.0
+    return float(np.max(np.abs(M))) if M.size else 0.0

@@ -10,6 +10,7 @@ O(n³), exact up to round-off.
 from __future__ import annotations
 
 import numpy as np
+from ssl_opt.plugins.manifold.iterates import check_curvature, curvature_scales
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 
 from ssl_opt.hookspecs import hookimpl
@@ -38,6 +39,10 @@ class LapRLSDirect(Solver):
         v, g_b = problem.preconditioned_gradient(zero, zero, zero)  # at α = 0, b = 0: L f = 0
         lam = 0.5 * problem.loss.second_derivative(zero[: problem.l])
         alpha, b = ReducedSystem(problem).solve(lam, -v, -g_b)
+        # The step from 0 is the minimizer only if J is convex along it (K, L PSD).
+        K_alpha = problem.K_dot(alpha)
+        f = K_alpha + (b if problem.bias else 0.0)
+        check_curvature(alpha, K_alpha, f, problem.L_dot(f), curvature_scales(problem))
         return Solution({"alpha": alpha, "b": np.array(b)}, float("nan"), OPTIMAL, 1, 0.0,
                         self.backend, self.name)
 

@@ -15,7 +15,12 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from ssl_opt.plugins.manifold.iterates import initial_point, manifold_solution
+from ssl_opt.plugins.manifold.iterates import (
+    check_curvature,
+    curvature_scales,
+    initial_point,
+    manifold_solution,
+)
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 
 from ssl_opt._validation import check_nonnegative, integer
@@ -56,6 +61,7 @@ class Newton(Solver):
         system = ReducedSystem(problem)
         target = tol * problem.gradient_scale
         alpha, b = initial_point(problem, warm_start)
+        scales = curvature_scales(problem)
         Ka = problem.K_dot(alpha)
         history = History()
         status, it, error_set, s, damped = MAX_ITERATIONS, 0, None, 0.0, 0
@@ -93,7 +99,9 @@ class Newton(Solver):
                 damped += 1
             Kd = problem.K_dot(d_a)
             f_d = Kd + (d_b if bias else 0.0)
-            s = step_along(problem, f, Ka, Lf, d_a, Kd, f_d, problem.L_dot(f_d))
+            Lf_d = problem.L_dot(f_d)
+            check_curvature(d_a, Kd, f_d, Lf_d, scales)
+            s = step_along(problem, f, Ka, Lf, d_a, Kd, f_d, Lf_d)
             if piecewise_quadratic and abs(s - 1.0) < 1e-12:
                 s = 1.0
             alpha = alpha + s * d_a

@@ -18,7 +18,12 @@ import time
 
 import numpy as np
 from ssl_opt.plugins.manifold.early_stopping import RULES, EarlyStopping
-from ssl_opt.plugins.manifold.iterates import initial_point, manifold_solution
+from ssl_opt.plugins.manifold.iterates import (
+    check_curvature,
+    curvature_scales,
+    initial_point,
+    manifold_solution,
+)
 
 from ssl_opt._validation import callable_option, check_nonnegative, choice, integer, optional
 from ssl_opt.hookspecs import hookimpl
@@ -70,6 +75,7 @@ class PCG(Solver):
         target = tol * problem.gradient_scale
 
         alpha, b = initial_point(problem, warm_start)
+        scales = curvature_scales(problem)
         Ka = problem.K_dot(alpha)
         f = Ka + b
         Lf = problem.L_dot(f)
@@ -90,6 +96,7 @@ class PCG(Solver):
             it += 1
             f_d = Kd + (d_b if bias else 0.0)
             Lf_d = problem.L_dot(f_d)
+            check_curvature(d_a, Kd, f_d, Lf_d, scales)
             s = step_along(problem, f, Ka, Lf, d_a, Kd, f_d, Lf_d)
             alpha = alpha + s * d_a
             b = b + s * d_b if bias else 0.0

@@ -26,6 +26,8 @@ __all__ = ["linear_kernel", "rbf_kernel", "polynomial_kernel", "kernel_matrix", 
 def _prepare(X, Z):
     """Validate ``X`` and ``Z`` (finite, 2-D, same number of columns); ``Z`` defaults to ``X``."""
     Xm = as_float_matrix(X, "X")
+    if Xm.shape[0] == 0:
+        raise InvalidInputError("X is empty (no rows); pass an n x d matrix with n >= 1 points.")
     if Xm.shape[1] == 0:
         raise InvalidInputError("X has no columns (features); pass an n x d matrix with d >= 1.")
     if Z is None:

@@ -110,6 +110,9 @@ def laplacian(W, normalized: bool = False, power: int = 1) -> sp.csr_matrix:
     p = _check_power(power)
     Wm = validated_adjacency(W)
     n = Wm.shape[0]
+    if n == 0:
+        raise InvalidInputError("W is empty (0x0): pass the n x n weights of a graph on n >= 1 "
+                                "points.")
     deg = np.asarray(Wm.sum(axis=1), dtype=np.float64).ravel()
 
     if normalized:

@@ -120,29 +120,43 @@ class Problem(ABC):
         """Whether :meth:`prediction` is unique at the optimum (so it can be compared)."""
         return True
 
-    def unpack(self, x) -> dict[str, np.ndarray]:
-        """The variables of ``x`` (a dict or a Solution) as float arrays of the right shape."""
+    def unpack(self, x, argument: str = "x") -> dict[str, np.ndarray]:
+        """The variables of ``x`` (a dict or a Solution) as float arrays of the right shape;
+        errors name ``argument``."""
         values = getattr(x, "x", x)
         if not isinstance(values, Mapping):
             raise InvalidInputError(
-                f"x must be a dict of variables {list(self.variables)} or a Solution, "
+                f"{argument} must be a dict of variables {list(self.variables)} or a Solution, "
                 f"got {type(x).__name__}."
             )
         out = {}
         for name, shape in self.variables.items():
             if name not in values:
-                raise InvalidInputError(f"x is missing variable {name!r}; expected {shape}.")
-            reject_complex(values[name], f"x[{name!r}]")
+                raise InvalidInputError(
+                    f"{argument} is missing variable {name!r}; expected {shape}.")
+            reject_complex(values[name], f"{argument}[{name!r}]")
             try:
                 arr = np.asarray(values[name], dtype=np.float64)
             except (TypeError, ValueError) as exc:
-                raise InvalidInputError(f"x[{name!r}] must be numeric: {exc}") from exc
+                raise InvalidInputError(f"{argument}[{name!r}] must be numeric: {exc}") from exc
             if arr.shape != shape:
                 raise InvalidInputError(
-                    f"x[{name!r}] must have shape {shape}, got {arr.shape}."
+                    f"{argument}[{name!r}] must have shape {shape}, got {arr.shape}."
                 )
             out[name] = arr
         return out
+
+    def warm_start_values(self, warm_start) -> dict[str, np.ndarray]:
+        """The variables of a solver's ``warm_start`` (a Solution or dict), each real, finite
+        and of its variable's shape; every error names ``warm_start``."""
+        values = self.unpack(warm_start, "warm_start")
+        for name, value in values.items():
+            if not np.all(np.isfinite(value)):
+                raise InvalidInputError(
+                    f"warm_start[{name!r}] contains NaN or inf; start from a finite point or "
+                    "pass warm_start=None."
+                )
+        return values
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.structure.describe()}>"

@@ -416,3 +416,105 @@ def test_load_g50c():
         np.testing.assert_array_equal(data.y_all, mat["y"].ravel()[order])
     with pytest.raises(ValueError, match="split"):
         load_g50c(split=10)
+
+
+# ----------------------------------------------------------------------------- issue 14
+
+
+def _builders():
+    from ssl_opt.builders import graph_laplacian_from_data
+
+    return {
+        "rbf_kernel": lambda X: rbf_kernel(X, sigma=1.0),
+        "linear_kernel": linear_kernel,
+        "knn_graph": lambda X: knn_graph(X, n_neighbors=2),
+        "graph_laplacian_from_data": lambda X: graph_laplacian_from_data(X, n_neighbors=2),
+    }
+
+
+BAD_X = {
+    "complex": (lambda X: X.astype(complex), "complex"),
+    "nan": (lambda X: np.where(X > 0, np.nan, X), "NaN"),
+    "inf": (lambda X: np.where(X > 0, np.inf, X), "NaN or inf"),
+    "string": (lambda X: np.full(X.shape, "a"), "numeric"),
+    "empty": (lambda X: np.zeros((0, 2)), ""),
+    "no columns": (lambda X: np.zeros((6, 0)), "columns"),
+    "1-D": (lambda X: X[:, 0], "2-D"),
+}
+
+
+@pytest.mark.parametrize("builder", sorted(_builders()))
+@pytest.mark.parametrize("bad", sorted(BAD_X))
+def test_builders_refuse_bad_X_by_name(builder, bad):
+    make, word = BAD_X[bad]
+    X = make(_rand(6, 2))
+    with pytest.raises(ValueError, match=f"^X .*{word}|^X must"):
+        _builders()[builder](X)
+
+
+@pytest.mark.parametrize("builder", sorted(_builders()))
+@pytest.mark.parametrize("sparse", [False, True])
+def test_builders_leave_the_callers_X_writeable_and_unchanged(builder, sparse):
+    X = _rand(8, 3)
+    X_in = sp.csr_matrix(X) if sparse else X
+    _builders()[builder](X_in)
+    X_back = X_in.toarray() if sparse else X_in
+    np.testing.assert_array_equal(X_back, X)
+    assert (X_in.data if sparse else X_in).flags.writeable
+
+
+@pytest.mark.parametrize("sigma", [0.0, -1.0, np.nan, np.inf, "1", True, 1j])
+def test_rbf_and_heat_graph_refuse_bad_sigma(sigma):
+    with pytest.raises(ValueError, match="sigma"):
+        rbf_kernel(_rand(4, 2), sigma=sigma)
+    with pytest.raises(ValueError, match="sigma"):
+        knn_graph(_rand(6, 2), n_neighbors=2, weights="heat", sigma=sigma)
+
+
+@pytest.mark.parametrize("k", [0, -1, 6, 2.5, "2", True, None, np.nan])
+def test_knn_graph_and_graph_laplacian_refuse_bad_k(k):
+    from ssl_opt.builders import graph_laplacian_from_data
+
+    with pytest.raises(ValueError, match="n_neighbors"):
+        knn_graph(_rand(6, 2), n_neighbors=k)
+    with pytest.raises(ValueError, match="n_neighbors"):
+        graph_laplacian_from_data(_rand(6, 2), n_neighbors=k)
+
+
+@pytest.mark.parametrize("weights", ["gauss", "", None, 1, "Binary"])
+def test_knn_graph_refuses_bad_weights(weights):
+    with pytest.raises(ValueError, match="weights"):
+        knn_graph(_rand(6, 2), n_neighbors=2, weights=weights)
+
+
+@pytest.mark.parametrize("W, match", [
+    (np.array([[0.0, 1.0], [1.0, 0.0]], dtype=complex), "^W has a complex dtype"),
+    (np.array([[0.0, -1.0], [-1.0, 0.0]]), "non-negative"),
+    (np.zeros((0, 0)), "^W"),
+    (np.full((2, 2), "a"), "^W must be a numeric matrix"),
+    (np.ones(3), "^W must be 2-D"),
+    (sp.csr_matrix(np.array([[0.0, 1.0], [1.0, 0.0]], dtype=complex)), "^W has a complex"),
+])
+def test_laplacian_refuses_bad_weights_matrix_by_name(W, match):
+    with pytest.raises(ValueError, match=match):
+        laplacian(W)
+
+
+def test_laplacian_leaves_a_non_canonical_W_alone():
+    W = _random_symmetric_W(7, seed=3)
+    csr = sp.csr_matrix(W)
+    data, indices, indptr = [], [], [0]
+    for i in range(7):  # every entry twice (half each), indices reversed: not canonical
+        cols = csr.indices[csr.indptr[i]:csr.indptr[i + 1]][::-1]
+        vals = csr.data[csr.indptr[i]:csr.indptr[i + 1]][::-1] / 2
+        indices.extend(np.r_[cols, cols])
+        data.extend(np.r_[vals, vals])
+        indptr.append(len(indices))
+    raw = sp.csr_matrix((np.array(data), np.array(indices), np.array(indptr)), shape=(7, 7))
+    assert not raw.has_canonical_format
+    before = (raw.data.copy(), raw.indices.copy(), raw.indptr.copy())
+    L = laplacian(raw)
+    for arr, old in zip((raw.data, raw.indices, raw.indptr), before, strict=True):
+        np.testing.assert_array_equal(arr, old)
+        assert arr.flags.writeable
+    np.testing.assert_allclose(L.toarray(), laplacian(W).toarray(), rtol=1e-14, atol=1e-14)

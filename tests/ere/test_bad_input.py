@@ -293,11 +293,11 @@ def test_ordinary_scale_does_not_warn():
 def test_large_indefinite_Q_is_refused_by_lanczos():
     """Above the dense-check size a short Lanczos run finds the negative eigenvalue (−1 of the
     block [[1, 2], [2, 1]]; the diagonal alone is positive)."""
-    from ssl_opt.problems.ere.sum_of_norms import PSD_CHECK_MAX_N
+    from ssl_opt._validation import PSD_DENSE_MAX_N
 
-    n = PSD_CHECK_MAX_N + 100
+    n = PSD_DENSE_MAX_N + 100
     Q = sp.identity(n, format="lil")
     Q[0, 1] = Q[1, 0] = 2.0
-    with pytest.raises(InvalidInputError, match="Q must be positive semidefinite"):
+    with pytest.raises(InvalidInputError, match="Q is not positive semidefinite"):
         SumOfNorms(Q.tocsr(), np.zeros(n), sp.identity(n), np.zeros(n), 1)
     SumOfNorms(sp.identity(n), np.zeros(n), sp.identity(n), np.zeros(n), 1)  # PSD: accepted

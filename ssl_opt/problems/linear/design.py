@@ -13,6 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt._validation import as_float_matrix
+from ssl_opt.exceptions import InvalidInputError
 
 
 class LinearDesign:
@@ -20,6 +21,9 @@ class LinearDesign:
 
     def __init__(self, X, bias: bool, name: str = "X"):
         X = as_float_matrix(X, name)
+        if X.shape[0] == 0 or X.shape[1] == 0:
+            raise InvalidInputError(
+                f"{name} is empty (shape {X.shape}); pass an n x d matrix with n, d >= 1.")
         if sp.issparse(X) and not X.has_canonical_format:
             X = X.copy()  # never modify the caller's matrix in place
             X.sum_duplicates()

@@ -26,6 +26,7 @@ from scipy.optimize import brentq
 from scipy.special import expit, xlogy
 
 from ssl_opt._validation import (
+    as_float_array,
     check_binary_labels,
     check_bool,
     check_nonnegative,
@@ -81,9 +82,11 @@ class LinearSVM(Problem):
         if cost is None:
             return np.ones(l)
         try:
-            c = np.asarray(cost, dtype=np.float64)
-        except (TypeError, ValueError) as exc:
-            raise InvalidInputError(f"cost must be a vector of weights: {exc}") from exc
+            c = as_float_array(cost, "cost")
+        except InvalidInputError as exc:
+            if exc.__cause__ is None:
+                raise
+            raise InvalidInputError(f"cost must be a vector of weights: {exc.__cause__}") from exc
         if c.shape != (l,):
             raise InvalidInputError(f"cost must have shape ({l},) like y, got {c.shape}.")
         if not np.all(np.isfinite(c)) or np.any(c < 0):

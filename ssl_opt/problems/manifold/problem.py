@@ -23,13 +23,16 @@ from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt._validation import (
+    PSD_DENSE_MAX_N,
     as_float_matrix,
     check_binary_labels,
     check_bool,
     check_nonnegative,
     check_positive,
+    check_psd,
     check_square,
     check_symmetric,
+    reject_complex,
 )
 from ssl_opt.components import MarginLoss, Square, get_margin_loss
 from ssl_opt.exceptions import InvalidInputError
@@ -72,10 +75,13 @@ class LapSVM(Problem):
 
     def __init__(self, K, L, y, gamma_A, gamma_I, loss="squared_hinge", bias=True):
         K = _as_kernel(K)
-        n = check_square(K, "K")
+        n = K.shape[0]
+        if n == 0:
+            raise InvalidInputError("K is empty (0x0): pass the n x n kernel of n >= 1 points.")
         L = as_float_matrix(L, "L")
         check_square(L, "L", n)
         check_symmetric(L, "L")
+        _check_convex(K, L, n)
         if sp.issparse(L):
             # A CSR product costs several times a dense one per stored entry: a nearly full
             # "sparse" L (e.g. a power of a kNN Laplacian) is kept dense.
@@ -245,6 +251,7 @@ class LapRLS(LapSVM):
 
 def _as_kernel(K):
     if isinstance(K, LinearOperator):
+        reject_complex(K, "K")
         if K.shape[0] != K.shape[1]:
             raise InvalidInputError(f"K must be square, got operator shape {K.shape}.")
         rng = np.random.default_rng(0)
@@ -257,6 +264,18 @@ def _as_kernel(K):
     check_square(K, "K")
     check_symmetric(K, "K")
     return sp.csr_matrix(K) if sp.issparse(K) else K
+
+
+def _check_convex(K, L, n: int) -> None:
+    """Refuse an indefinite K or L (the objective would be non-convex) where a dense eigenvalue
+    solve is cheap. Above :data:`PSD_DENSE_MAX_N` Lanczos on a kernel's cluster of near-zero
+    eigenvalues can cost far more than the solve, so the check is left to the solvers' curvature
+    test (``check_curvature`` in plugins/manifold/iterates.py)."""
+    if n > PSD_DENSE_MAX_N:
+        return
+    if not isinstance(K, LinearOperator):
+        check_psd(K, "K")
+    check_psd(L, "L")
 
 
 def _abs_max(M) -> float:
