@@ -9,8 +9,9 @@ class UnsupportedProblemError(ValueError):
     """A solver cannot handle a problem; the message names what is missing."""
 
 
-class SolverNotFoundError(LookupError):
-    """No registered solver has the requested name."""
+class SolverNotFoundError(LookupError, ValueError):
+    """No registered solver has the requested name (a bad ``solver=`` value, hence also a
+    ``ValueError``)."""
 
 
 class InsufficientMemoryError(UnsupportedProblemError):

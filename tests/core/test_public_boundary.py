@@ -95,3 +95,14 @@ def test_check_psd_agrees_with_a_dense_eigenvalue_solve(n):
     shift = 0.1 * np.linalg.eigvalsh(K)[-1]
     with pytest.raises(InvalidInputError, match="K is not positive semidefinite"):
         check_psd(K - shift * np.eye(n), "K")
+
+
+def test_every_package_error_is_a_value_error():
+    from ssl_opt import exceptions
+
+    for name in ("InvalidInputError", "UnsupportedProblemError", "SolverNotFoundError",
+                 "InsufficientMemoryError"):
+        assert issubclass(getattr(exceptions, name), ValueError), name
+    with pytest.raises(ValueError, match="no solver named"):
+        ssl_opt.solve(ssl_opt.problems.LapRLS(np.eye(2), np.zeros((2, 2)), [1.0, -1.0], 1.0, 1.0),
+                      solver="nosuch")
