@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.solution import History, Solution
@@ -34,13 +32,6 @@ def manifold_solution(solver, alpha, b, objective, status, iterations, history: 
     )
 
 
-def curvature_scales(problem) -> tuple[float, float]:
-    """``(max|K|, max|L|)`` for :func:`check_curvature` (0 for a kernel operator)."""
-    K = problem.K
-    k_scale = 0.0 if isinstance(K, LinearOperator) else _abs_max(K)
-    return k_scale, _abs_max(problem.L)
-
-
 def check_curvature(d_a, Kd, f_d, Lf_d, scales: tuple[float, float]) -> None:
     """Refuse a problem found non-convex along a search direction: ``d_aᵀK d_a < 0`` or
     ``f_dᵀL f_d < 0`` beyond round-off (``1e-8·(max|M|·‖d‖² + ‖d‖‖Md‖)``) happens only when K
@@ -57,9 +48,3 @@ def check_curvature(d_a, Kd, f_d, Lf_d, scales: tuple[float, float]) -> None:
                 f"report. Use a PSD {name} (a valid kernel, or a Laplacian of non-negative "
                 "weights)."
             )
-
-
-def _abs_max(M) -> float:
-    if sp.issparse(M):
-        return float(abs(M).max()) if M.nnz else 0.0
-    return float(np.max(np.abs(M))) if M.size else 0.0

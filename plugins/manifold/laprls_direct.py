@@ -10,7 +10,7 @@ O(n³), exact up to round-off.
 from __future__ import annotations
 
 import numpy as np
-from ssl_opt.plugins.manifold.iterates import check_curvature, curvature_scales
+from ssl_opt.plugins.manifold.iterates import check_curvature
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 
 from ssl_opt.hookspecs import hookimpl
@@ -42,7 +42,7 @@ class LapRLSDirect(Solver):
         # The step from 0 is the minimizer only if J is convex along it (K, L PSD).
         K_alpha = problem.K_dot(alpha)
         f = K_alpha + (b if problem.bias else 0.0)
-        check_curvature(alpha, K_alpha, f, problem.L_dot(f), curvature_scales(problem))
+        check_curvature(alpha, K_alpha, f, problem.L_dot(f), problem.entry_scales)
         return Solution({"alpha": alpha, "b": np.array(b)}, float("nan"), OPTIMAL, 1, 0.0,
                         self.backend, self.name)
 

@@ -17,7 +17,6 @@ import time
 import numpy as np
 from ssl_opt.plugins.manifold.iterates import (
     check_curvature,
-    curvature_scales,
     initial_point,
     manifold_solution,
 )
@@ -61,7 +60,7 @@ class Newton(Solver):
         system = ReducedSystem(problem)
         target = tol * problem.gradient_scale
         alpha, b = initial_point(problem, warm_start)
-        scales = curvature_scales(problem)
+        scales = problem.entry_scales
         Ka = problem.K_dot(alpha)
         history = History()
         status, it, error_set, s, damped = MAX_ITERATIONS, 0, None, 0.0, 0

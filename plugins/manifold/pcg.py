@@ -20,7 +20,6 @@ import numpy as np
 from ssl_opt.plugins.manifold.early_stopping import RULES, EarlyStopping
 from ssl_opt.plugins.manifold.iterates import (
     check_curvature,
-    curvature_scales,
     initial_point,
     manifold_solution,
 )
@@ -75,7 +74,7 @@ class PCG(Solver):
         target = tol * problem.gradient_scale
 
         alpha, b = initial_point(problem, warm_start)
-        scales = curvature_scales(problem)
+        scales = problem.entry_scales
         Ka = problem.K_dot(alpha)
         f = Ka + b
         Lf = problem.L_dot(f)

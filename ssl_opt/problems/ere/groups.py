@@ -22,7 +22,6 @@ and the stationarity residual of the smoothed problem [004 eq. 12].
 
 from __future__ import annotations
 
-import warnings
 from abc import ABC, abstractmethod
 from functools import cached_property
 from typing import Protocol
@@ -30,7 +29,7 @@ from typing import Protocol
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.exceptions import BadScalingWarning, InvalidInputError
+from ssl_opt.exceptions import InvalidInputError
 
 
 class GroupOperator(ABC):
@@ -156,25 +155,6 @@ def residual_scale(form: SumOfNormsForm, z: np.ndarray) -> np.ndarray:
     """``s_j = max(1, |∇f|-terms_j + Σ_i w_i ‖J_i e_j‖)``: the largest magnitude the terms of
     coordinate j of the optimality condition can take (floor 1)."""
     return np.maximum(1.0, form.smooth_magnitude(z) + form.groups.norm_scale)
-
-
-#: The residual scale's floor 1 (:func:`residual_scale`) makes the certificate absolute when
-#: every term of the optimality condition is far below 1: a point off by about tol/s passes
-#: (IRLS on a sum of norms ×1e-6 stopped 1.6% away from the minimizer). Above SCALE_HIGH the
-#: round-off in the gradient exceeds the tolerances.
-SCALE_LOW, SCALE_HIGH = 1e-3, 1e8
-
-
-def warn_if_badly_scaled(problem: str, terms: dict[str, float], fix: str) -> None:
-    """A :class:`BadScalingWarning` at build when the largest of the optimality condition's
-    term magnitudes ``terms`` is outside ``[SCALE_LOW, SCALE_HIGH]`` (all zero: no warning)."""
-    scale = max(terms.values())
-    if 0 < scale < SCALE_LOW or scale > SCALE_HIGH:
-        found = ", ".join(f"{k} = {v:.3g}" for k, v in terms.items())
-        warnings.warn(
-            f"{problem} data look badly scaled ({found}; the largest should be in "
-            f"[{SCALE_LOW:g}, {SCALE_HIGH:g}]): the residuals are relative to max(1, ...), so "
-            f"a certified point may be inaccurate. {fix}", BadScalingWarning, stacklevel=3)
 
 
 def smoothed_norms(weights: np.ndarray, sq: np.ndarray, delta: float) -> float:

@@ -41,11 +41,17 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt._validation import as_float_matrix, check_bool, check_positive, reject_complex
+from ssl_opt._validation import (
+    as_float_matrix,
+    check_bool,
+    check_positive,
+    reject_complex,
+    warn_if_badly_scaled,
+)
 from ssl_opt.builders.laplacian import incidence_matrix, validated_adjacency
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
-from ssl_opt.problems.ere.groups import GroupOperator, smoothed_norms, warn_if_badly_scaled
+from ssl_opt.problems.ere.groups import GroupOperator, smoothed_norms
 from ssl_opt.problems.ere.sum_of_norms import (
     CERTIFICATE_OPTIONS,
     CERTIFICATE_RESIDUALS,

@@ -55,6 +55,7 @@ from ssl_opt._validation import (
     choice,
     integer,
     reject_complex,
+    warn_if_badly_scaled,
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
@@ -66,7 +67,6 @@ from ssl_opt.problems.ere.groups import (
     smoothed_multipliers,
     smoothed_norms,
     stationarity,
-    warn_if_badly_scaled,
 )
 from ssl_opt.solvers import Option
 

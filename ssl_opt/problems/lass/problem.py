@@ -18,7 +18,6 @@ At a solution this is exact (``ψ_k = 0`` where ``z_k > 0``).
 
 from __future__ import annotations
 
-import warnings
 from functools import cached_property
 
 import numpy as np
@@ -31,10 +30,11 @@ from ssl_opt._validation import (
     check_positive,
     check_square,
     choice,
+    warn_if_badly_scaled,
 )
 from ssl_opt.builders.laplacian import laplacian
 from ssl_opt.components.simplex import project_rows_to_simplex
-from ssl_opt.exceptions import BadScalingWarning, InvalidInputError
+from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
 from ssl_opt.solvers import Option
 
@@ -87,7 +87,12 @@ class LASS(Problem):
         self.G = G.toarray() if sp.issparse(G) else np.array(G)
         self.lam = check_positive(lam, "lam")
         self.N, self.K = self.G.shape
-        _warn_if_badly_scaled(self.G, self.L, self.lam)
+        # ADMM's stopping test and the KKT residuals are relative to max(1, max|G|, ...).
+        warn_if_badly_scaled(
+            "LASS", {"max|G|": float(np.abs(self.G).max(initial=0.0)),
+                     "2·lam·max(degree)": 2.0 * self.lam
+                     * float(self.L.diagonal().max(initial=0.0))},
+            "Rescale G and lam by the same factor (Z is unchanged) so that both are of order 1.")
         self._freeze()
 
     # ------------------------------------------------------------------ declaration
@@ -211,28 +216,3 @@ class LASS(Problem):
         if np.any(~has):
             out[~has] = lp_assignment(G_new[~has])
         return out
-
-
-#: ADMM's stopping test and :meth:`LASS.kkt` measure the gradient terms against
-#: ``max(1, max|G|, ...)``. Below ``SCALE_LOW`` for the data's scale ``s = max(max|G|,
-#: 2λ max_i L_ii)`` the floor 1 makes those tests absolute, and a point off by about tol/s in Z
-#: passes (e.g. G and λ both ×1e-12 stop after 2 iterations far from the minimizer); above
-#: ``SCALE_HIGH`` round-off in ``2λLZ − G`` exceeds the tolerances.
-SCALE_LOW, SCALE_HIGH = 1e-3, 1e8
-
-
-def _warn_if_badly_scaled(G: np.ndarray, L: sp.csr_matrix, lam: float) -> None:
-    """A :class:`BadScalingWarning` at build when the data's scale ``s`` (above) is below
-    ``SCALE_LOW`` or a gradient term (``max|G|``, ``2λ max L_ii``) exceeds ``SCALE_HIGH``.
-    Rescaling ``G`` and ``λ`` by one factor leaves the minimizer Z unchanged."""
-    terms = {"max|G|": float(np.abs(G).max(initial=0.0)),
-             "2·lam·max(degree)": 2.0 * lam * float(L.diagonal().max(initial=0.0))}
-    scale = max(terms.values())
-    if 0 < scale < SCALE_LOW or scale > SCALE_HIGH:
-        found = ", ".join(f"{k} = {v:.3g}" for k, v in terms.items())
-        warnings.warn(
-            f"LASS data look badly scaled ({found}; the larger should be in [{SCALE_LOW:g}, "
-            f"{SCALE_HIGH:g}]): ADMM's stopping test and the KKT residuals are relative to "
-            "max(1, max|G|), so a certified Z may be inaccurate. Rescale G and lam by the same "
-            "factor (Z is unchanged) so that both are of order 1.",
-            BadScalingWarning, stacklevel=3)

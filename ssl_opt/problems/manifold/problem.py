@@ -189,6 +189,13 @@ class LapSVM(Problem):
         return {"alpha": self.K_dot(pg), "b": np.array(g_b)}
 
     @cached_property
+    def entry_scales(self) -> tuple[float, float]:
+        """``(max|K|, max|L|)`` (0 for a kernel operator): the round-off scale of the solvers'
+        curvature test (``plugins/manifold/iterates.py``)."""
+        k_scale = 0.0 if isinstance(self.K, LinearOperator) else _abs_max(self.K)
+        return k_scale, _abs_max(self.L)
+
+    @cached_property
     def gradient_scale(self) -> float:
         """``max(1, ‖∇J(0, 0)‖)``: residuals are reported relative to this."""
         d0 = -1.0  # the hinge's slope at 0, for a loss that offers no subgradient
@@ -279,6 +286,7 @@ def _check_convex(K, L, n: int) -> None:
 
 
 def _abs_max(M) -> float:
+    """``max|M|`` without an n×n temporary (the dense path reads M twice instead)."""
     if sp.issparse(M):
         return float(abs(M).max()) if M.nnz else 0.0
-    return float(np.max(np.abs(M))) if M.size else 0.0
+    return float(max(M.max(), -M.min())) if M.size else 0.0
