@@ -21,15 +21,15 @@ from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
-import ssl_opt.plugins.lass.admm as admm
-from ssl_opt.plugins.lass.laplacian_solve import FactorSolve
-from ssl_opt.plugins.linear.mfn import mfn
 
 import ssl_opt
+import ssl_opt.plugins.lass.admm as admm
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import laplacian
 from ssl_opt.datasets.synthetic import two_moons
 from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.plugins.lass.laplacian_solve import FactorSolve
+from ssl_opt.plugins.linear.mfn import mfn
 from ssl_opt.problems import LASS, TSVM, LinearSVM
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,9 +1,8 @@
 """Reference backend (installed as ``ssl_opt.reference``): exact CVXPY programs."""
 
+from ssl_opt.hookspecs import hookimpl
 from ssl_opt.reference import ere, lass, linear, manifold, npkl
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
-
-from ssl_opt.hookspecs import hookimpl
 
 PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear.PRIMAL, lass.PRIMAL, npkl.PRIMAL,
                        *ere.FORMULATIONS]

@@ -23,10 +23,10 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from ssl_opt.reference.cvxpy_solver import Formulation
 
 from ssl_opt.problems.ere.problem import ERE, LRL
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
+from ssl_opt.reference.cvxpy_solver import Formulation
 
 
 def _weighted_incidence(problem, sqrt: bool) -> sp.csr_matrix:

@@ -13,10 +13,10 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from ssl_opt.reference.cvxpy_solver import Formulation
 
 from ssl_opt.builders.laplacian import incidence_matrix
 from ssl_opt.problems.lass.problem import LASS
+from ssl_opt.reference.cvxpy_solver import Formulation
 
 
 def incidence_factor(W: sp.csr_matrix) -> sp.csr_matrix:

@@ -17,6 +17,8 @@ from math import comb
 
 import cvxpy as cp
 import numpy as np
+
+from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.reference.cvxpy_solver import (
     DEFAULT_SOLVER_OPTIONS,
     CvxpyReference,
@@ -24,8 +26,6 @@ from ssl_opt.reference.cvxpy_solver import (
     _failed,
     installed_cvxpy_solver,
 )
-
-from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver
 

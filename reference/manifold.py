@@ -18,10 +18,10 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from ssl_opt.reference.cvxpy_solver import Formulation
 
 from ssl_opt.numerics.factor import psd_factor
 from ssl_opt.problems.manifold.problem import LapSVM
+from ssl_opt.reference.cvxpy_solver import Formulation
 
 #: Eigenvalues of K below this fraction of the largest are dropped from its factor.
 KERNEL_RTOL = 1e-13

@@ -22,9 +22,9 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
-from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 
 from ssl_opt.problems.npkl.problem import NPKL
+from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 from ssl_opt.solution import FAILED, Solution
 from ssl_opt.solvers import Solver
 

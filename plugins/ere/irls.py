@@ -56,7 +56,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as la
-from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import (
@@ -70,6 +69,7 @@ from ssl_opt._validation import (
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
+from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from ssl_opt.problems.ere.groups import smoothed_multipliers, smoothed_norms, stationarity
 from ssl_opt.problems.ere.problem import ERE, LRL
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms

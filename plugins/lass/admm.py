@@ -34,7 +34,6 @@ import warnings
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.linalg import eigsh, lobpcg
-from ssl_opt.plugins.lass.laplacian_solve import BlockCG, FactorSolve
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import (
@@ -50,6 +49,7 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.numerics.factor import predicted_fill
+from ssl_opt.plugins.lass.laplacian_solve import BlockCG, FactorSolve
 from ssl_opt.problems.lass.problem import LASS, lp_assignment
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver

@@ -24,11 +24,11 @@ import time
 
 import numpy as np
 from scipy.special import expit, rel_entr, xlogy
-from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
-from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
 
 from ssl_opt._validation import check_bool, check_nonnegative, check_positive, greater_than, integer
 from ssl_opt.hookspecs import hookimpl
+from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
 from ssl_opt.problems.linear.problem import DAS3VM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver

@@ -22,12 +22,12 @@ import time
 from collections.abc import Callable
 
 import numpy as np
-from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
-from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
 
 from ssl_opt._validation import check_bool, check_positive, greater_than, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
+from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
 from ssl_opt.problems.linear.problem import TSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver

@@ -10,10 +10,10 @@ O(n³), exact up to round-off.
 from __future__ import annotations
 
 import numpy as np
-from ssl_opt.plugins.manifold.iterates import check_curvature
-from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 
 from ssl_opt.hookspecs import hookimpl
+from ssl_opt.plugins.manifold.iterates import check_curvature
+from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import OPTIMAL, Solution
 from ssl_opt.solvers import Solver

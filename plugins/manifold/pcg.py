@@ -17,16 +17,16 @@ from __future__ import annotations
 import time
 
 import numpy as np
+
+from ssl_opt._validation import callable_option, check_nonnegative, choice, integer, optional
+from ssl_opt.hookspecs import hookimpl
+from ssl_opt.numerics.line_search import step_along
 from ssl_opt.plugins.manifold.early_stopping import RULES, EarlyStopping
 from ssl_opt.plugins.manifold.iterates import (
     check_curvature,
     initial_point,
     manifold_solution,
 )
-
-from ssl_opt._validation import callable_option, check_nonnegative, choice, integer, optional
-from ssl_opt.hookspecs import hookimpl
-from ssl_opt.numerics.line_search import step_along
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver

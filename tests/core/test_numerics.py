@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from ssl_opt.plugins.lass.laplacian_solve import BlockCG
 
 from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.numerics.block_cg import COLUMN_NORMS, block_cg_solve
+from ssl_opt.plugins.lass.laplacian_solve import BlockCG
 
 
 def _contraction(n: int, rate: float, seed: int = 0):

@@ -17,15 +17,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy.optimize import brentq, check_grad, minimize_scalar
 from scipy.special import expit
-from ssl_opt.plugins.linear.da import balance_root
-from ssl_opt.plugins.linear.mfn import mfn
-from ssl_opt.plugins.linear.tsvm import switch_labels
 
 import ssl_opt
 from ssl_opt.datasets.synthetic import gaussian_blobs
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.numerics.cgls import cgls
 from ssl_opt.numerics.line_search import weighted_squared_hinge_step
+from ssl_opt.plugins.linear.da import balance_root
+from ssl_opt.plugins.linear.mfn import mfn
+from ssl_opt.plugins.linear.tsvm import switch_labels
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
 from ssl_opt.problems.linear.design import LinearDesign
 from ssl_opt.solution import OPTIMAL

@@ -26,7 +26,6 @@ import cvxpy as cp
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from ssl_opt.plugins.npkl.bcd import default_rank
 
 import ssl_opt
 from ssl_opt.builders import knn_graph
@@ -37,6 +36,7 @@ from ssl_opt.datasets.clusters import (
     pairwise_constraints,
     paper_constraint_count,
 )
+from ssl_opt.plugins.npkl.bcd import default_rank
 from ssl_opt.problems import NPKL
 from ssl_opt.problems.npkl.evaluation import evaluate_kernel
 from ssl_opt.registry import examples
