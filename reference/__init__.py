@@ -1,11 +1,11 @@
 """Reference backend (installed as ``ssl_opt.reference``): exact CVXPY programs."""
 
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.reference import ere, lass, linear, manifold, npkl
+from ssl_opt.reference import ere, lass, linear, manifold, model, npkl
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 
 PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear.PRIMAL, lass.PRIMAL, npkl.PRIMAL,
-                       *ere.FORMULATIONS]
+                       *ere.FORMULATIONS, model.FORMULATION]
 DUAL_FORMULATIONS = [manifold.DUAL]
 
 #: Interior-point growth in each family's cost size (see ``ssl_opt.selection.generators``).
@@ -15,6 +15,7 @@ PRIMAL_COMPLEXITY = {
     "lass": (1.5, "sparse KKT factor, nested-dissection fill on a 2-D kNN graph: O(N^1.5)"),
     "npkl": (3.0, "an n×n PSD cone: O(n³) per iteration"),
     "ere": (1.5, "sparse SOCP KKT factor on a kNN graph: fill faster than nnz"),
+    "model": (1.5, "the assembled program's KKT factor: sparse maps fill like nnz^1.5"),
 }
 #: The full NPKL SDP is over all n points, not the l constrained ones.
 PRIMAL_SIZE_KEYS = {"npkl": ("n",)}

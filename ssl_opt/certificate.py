@@ -167,8 +167,11 @@ def certify(problem, solution, reference=None, reference_budget: float = CERTIFY
     if isinstance(solution, Solution) and solution.status != OPTIMAL:
         notes.append(f"the solver reported status {solution.status!r} (not optimal)")
 
-    # The raw point goes to kkt: a solution may carry context beyond the variables (DA's T).
-    residuals = problem.kkt(x) if finite else {}
+    # The raw point goes to kkt: a solution may carry context beyond the variables (DA's T);
+    # a model starts its minimization over subgradients at the solver's multipliers (any
+    # feasible start only bounds the residual from above, so this never understates it).
+    point = solution if getattr(problem, "reads_multipliers", False) else x
+    residuals = problem.kkt(point) if finite else {}
     for name, value in residuals.items():
         limit = tol.get(name, tol[problem.residual_tolerances[name]])
         checks.append(Check(name, value, limit, bool(np.isfinite(value) and value <= limit)))

@@ -37,11 +37,18 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ssl_opt.plugins.lass.admm",
     "ssl_opt.plugins.npkl.bcd",
     "ssl_opt.plugins.ere.irls",
+    "ssl_opt.plugins.model.newton_cg",
+    "ssl_opt.plugins.model.lbfgs",
+    "ssl_opt.plugins.model.fista",
+    "ssl_opt.plugins.model.pdhg",
+    "ssl_opt.plugins.model.mirror",
+    "ssl_opt.plugins.model.transductive",
     "ssl_opt.problems.manifold.examples",
     "ssl_opt.problems.linear.examples",
     "ssl_opt.problems.lass.examples",
     "ssl_opt.problems.npkl.examples",
     "ssl_opt.problems.ere.examples",
+    "ssl_opt.modeling.examples",
 )
 
 _manager: pluggy.PluginManager | None = None

@@ -17,10 +17,13 @@ the problem and validates every option once, for every solver, before running.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.solution import FAILED, Solution
@@ -96,11 +99,35 @@ class Solver:
     #: ``family/variant`` key or family (e.g. the full NPKL SDP grows with n, not l).
     size_keys: ClassVar[dict[str, tuple[str, ...]]] = {}
 
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in _STRUCTURAL:
+            if name in cls.__dict__:
+                setattr(cls, name, _on_lowered(cls.__dict__[name]))
+
+    def lowering_for(self, problem):
+        """The :class:`~ssl_opt.modeling.lowering.Lowering` of a model ``problem`` to one of
+        this solver's problem types, or None (not a model, a model it takes as is, or none
+        applies)."""
+        lowerings = getattr(problem, "lowerings", None)
+        if lowerings is None or isinstance(problem, self.problem_types):
+            return None
+        for lowering in lowerings.values():
+            if isinstance(lowering.problem, self.problem_types):
+                return lowering
+        return None
+
     def missing(self, problem) -> list[str]:
         """Reasons this solver cannot solve ``problem`` (empty when it can), read from
         ``problem_types`` and ``requires``."""
         if not isinstance(problem, self.problem_types):
             kinds = ", ".join(t.__name__ for t in self.problem_types)
+            failures = getattr(problem, "lowering_failures", None)
+            if failures is not None:
+                why = [failures[t.__name__] for t in self.problem_types
+                       if t.__name__ in failures]
+                return [f"a model of the structure of {kinds}"
+                        + (f" ({'; '.join(why)})" if why else " (no lowering to it is known)")]
             return [f"problem type {type(problem).__name__} (supports {kinds})"]
         reasons = lacking_capabilities(problem, self.requires)
         if reasons and self.hint:
@@ -136,6 +163,9 @@ class Solver:
         return self.complexity.get(key.split("/", 1)[0])
 
     def solve(self, problem, **options) -> Solution:
+        lowering = self.lowering_for(problem)
+        if lowering is not None:
+            return self._solve_lowered(problem, lowering, options)
         missing = self.missing(problem)
         if missing:
             raise UnsupportedProblemError(
@@ -160,6 +190,22 @@ class Solver:
     def _solve(self, problem, **options) -> Solution:
         raise NotImplementedError
 
+    def _solve_lowered(self, model, lowering, options) -> Solution:
+        """Solve the family problem a model lowers to and map the solution back."""
+        warm = options.get("warm_start")
+        if warm is not None and lowering.from_model is not None and _is_model_point(
+                warm, model):
+            options = {**options,
+                       "warm_start": lowering.from_model(model.warm_start_values(warm))}
+        solution = self.solve(lowering.problem, **options)
+        if solution.status != FAILED:
+            solution.x = {k: np.asarray(v, dtype=np.float64)
+                          for k, v in lowering.to_model(solution.x).items()}
+            solution.info["lowered_objective"] = solution.objective
+            solution.objective = float(model.objective(solution.x))
+        solution.info["lowered_to"] = type(lowering.problem).__name__
+        return solution
+
     def describe(self) -> dict:
         return {
             "name": self.name,
@@ -172,3 +218,25 @@ class Solver:
 
     def __repr__(self) -> str:
         return f"<{self.backend} solver {self.name!r}>"
+
+
+#: Methods that look at a problem's structure: on a model that lowers to one of the solver's
+#: problem types they see the lowered problem.
+_STRUCTURAL = ("missing", "inexact", "predicted_time", "predicted_memory")
+
+
+def _on_lowered(method):
+    @functools.wraps(method)
+    def wrapper(self, problem, *args, **kwargs):
+        lowering = self.lowering_for(problem)
+        return method(self, problem if lowering is None else lowering.problem, *args, **kwargs)
+    return wrapper
+
+
+def _is_model_point(value, model) -> bool:
+    values = getattr(value, "x", value)
+    return isinstance(values, Mapping) and set(model.variables) <= set(values)
+
+
+for _name in _STRUCTURAL:
+    setattr(Solver, _name, _on_lowered(getattr(Solver, _name)))

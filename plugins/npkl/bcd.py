@@ -21,10 +21,21 @@ and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq
   paper's being twice that: κ = 0 and ``α ≤ C/2``; the Huber hinge: κ = δ), solved exactly by
   a primal active-set method (:func:`_box_qp`).
 
+A smooth loss without a quadratic conjugate (the logistic loss; capabilities ``"derivative"``
+and ``"second_derivative"``) is minimized over ``v`` directly by damped Newton
+(:meth:`_Sweep._newton_update`): with ``t = Aᵀv``, the gradient is
+``av + b + (C/2) Aℓ'(t)`` and the Hessian the r×r matrix ``aI + (C/2) A diag(ℓ''(t)) Aᵀ``
+(positive definite: the subproblem is strictly convex since ``a > 0``), warm-started at the
+current column, with Armijo backtracking, until the Newton step is below
+``NEWTON_TOL·max(1, ‖v‖)``. Which update a loss gets is data (:data:`COLUMN_UPDATES`): the
+dual one when it offers ``"quadratic_conjugate"`` with a supported form, else Newton when it
+offers both derivatives.
+
 The pair multiplier of the full problem is ``y_p = α_p^{(i)} + α_p^{(j)}`` (each end's dual),
-which at a stationary point is ``−C ℓ'(t_p)``. Columns are processed in blocks: the block's
-products with ``Δ̃`` are one matrix product, and updates made earlier in the block are added
-back exactly, so the iteration is the paper's Gauss–Seidel sweep at BLAS-3 speed.
+which at a stationary point is ``−C ℓ'(t_p)`` (what smooth losses use directly). Columns are
+processed in blocks: the block's products with ``Δ̃`` are one matrix product, and updates made
+earlier in the block are added back exactly, so the iteration is the paper's Gauss–Seidel
+sweep at BLAS-3 speed.
 The rank defaults to the largest ``s`` with ``s(s+1)/2 ≤ m`` [003 Prop. 3]. The start is
 ``V = U[0,1)^{r×l}/√r`` from a seeded generator (the paper uses MATLAB's ``rand(r, l)``).
 Stopping: ``‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)`` (the paper's rule, relative) or ``max_iter``.
@@ -49,7 +60,7 @@ from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.problems.npkl.problem import NPKL, extreme_eigenvalues
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
-from ssl_opt.solvers import Option, Solver
+from ssl_opt.solvers import Option, Solver, capabilities_of
 
 #: A converged V is reported optimal only if λ_min(G̃) ≥ −GLOBAL_TOL·max Δ̃_ii, where G̃ is the
 #: reduced problem's gradient matrix: the Burer–Monteiro certificate that the fixed point of
@@ -57,6 +68,40 @@ from ssl_opt.solvers import Option, Solver
 GLOBAL_TOL = 1e-6
 #: Columns per block of the Gauss–Seidel sweep (the block's Δ̃ products are one GEMM).
 BLOCK = 64
+#: The column updates, each with the loss capabilities it needs (the first one the loss offers
+#: is used): the box-QP column dual [003 eqs. 9–11], and damped Newton on the column.
+COLUMN_UPDATES: dict[str, tuple[str, ...]] = {
+    "dual": ("quadratic_conjugate",),
+    "newton": ("derivative", "second_derivative"),
+}
+#: Newton column update: stop when the step is at most NEWTON_TOL·max(1, ‖v‖) (that last step
+#: is taken); at most NEWTON_MAX_ITER steps; Armijo constant and smallest backtracking step.
+NEWTON_TOL = 1e-13
+NEWTON_MAX_ITER = 50
+#: A Newton step whose predicted decrease is below ROUNDOFF·max(1, |f|) is taken in full.
+ROUNDOFF = 1e-15
+ARMIJO = 1e-4
+MIN_STEP = 1e-12
+
+
+def _dual_form_supported(loss) -> bool:
+    """The column dual is solved for ``α ≥ 0`` (any box ``[0, hi]``) or unconstrained α with
+    κ > 0 (module docstring)."""
+    kappa, lo, hi = loss.conjugate_form
+    return lo == 0.0 or (lo == -np.inf and hi == np.inf and kappa > 0)
+
+
+def column_update(loss) -> str | None:
+    """The name of the column update BCD uses for ``loss`` (a key of :data:`COLUMN_UPDATES`),
+    or None when it offers none: ``"dual"`` for a supported quadratic conjugate, else
+    ``"newton"`` when φ' and φ'' are offered."""
+    offered = capabilities_of(loss)
+    for name, needed in COLUMN_UPDATES.items():
+        if all(c in offered for c in needed):
+            if name == "dual" and not _dual_form_supported(loss):
+                continue
+            return name
+    return None
 
 
 def default_rank(m: int) -> int:
@@ -73,10 +118,14 @@ class BCD(Solver):
     name = "bcd"
     complexity = {"npkl": (2.5, "O(r·l²) per sweep with rank r ~ √m ~ √l")}
     problem_types = (NPKL,)
-    requires = {"loss": ("quadratic_conjugate",)}
+    #: Every column update needs φ (Ω is measured each sweep); the update itself needs one of
+    #: the capability sets of :data:`COLUMN_UPDATES` (:attr:`requires_one_of`).
+    requires = {"loss": ("value",)}
+    requires_one_of = {"loss": tuple(COLUMN_UPDATES.values())}
     tolerance_family = "iterative"
     description = ("Block coordinate descent on the factored boundary kernel Z_BD = VᵀV "
-                   "[003 Alg. 1]: exact column updates (closed form or tiny dual QPs).")
+                   "[003 Alg. 1]: exact column updates (closed form or tiny dual QPs; damped "
+                   "Newton on the column for other smooth losses).")
     options = {
         "rank": Option(None, "rank r of V; default from [003 Prop. 3]", optional(integer(1))),
         "tol": Option(1e-6, "stop when ‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)", check_nonnegative),
@@ -90,14 +139,30 @@ class BCD(Solver):
     }
 
     def missing(self, problem) -> list[str]:
+        """``requires``, then one of :attr:`requires_one_of`: a supported quadratic conjugate
+        (the column dual) or φ' and φ'' (Newton on the column)."""
         reasons = super().missing(problem)
-        if not reasons:
-            kappa, lo, hi = problem.loss.conjugate_form
-            if not (lo == 0.0 or (lo == -np.inf and hi == np.inf and kappa > 0)):
-                reasons.append(
-                    f"a column dual on α ≥ 0 or unconstrained with κ > 0 (the conjugate_form "
-                    f"of {problem.loss!r} is {problem.loss.conjugate_form!r})")
+        if reasons or column_update(problem.loss) is not None:
+            return reasons
+        loss = problem.loss
+        if "quadratic_conjugate" in capabilities_of(loss):
+            reasons.append(
+                f"a column dual on α ≥ 0 or unconstrained with κ > 0 (the conjugate_form "
+                f"of {loss!r} is {loss.conjugate_form!r})")
+            return reasons
+        offered = capabilities_of(loss)
+        options = " or ".join(
+            f"{', '.join(needed)} (lacks {', '.join(c for c in needed if c not in offered)})"
+            for needed in self.requires_one_of["loss"])
+        reasons.append(f"a loss with {options} for the column update (this problem's loss "
+                       f"{loss!r} offers neither)")
         return reasons
+
+    def describe(self) -> dict:
+        out = super().describe()
+        out["requires_one_of"] = {k: [list(g) for g in v]
+                                  for k, v in self.requires_one_of.items()}
+        return out
 
     def inexact(self, problem) -> str:
         if not problem.loss.smooth:
@@ -113,7 +178,10 @@ class BCD(Solver):
         n, l, nnz = sizes["n"], sizes["l"], sizes["nnz_Delta"]
         r = default_rank(sizes["m"])
         reduction = 1.6e-8 * l * nnz * (n - l) / max(n, 1)
-        return 0.02 + reduction + 30 * (4e-11 * r * l * l + 2.5e-5 * l)
+        # Newton column updates (a few r×r solves each) cost about 2.5 times the dual ones
+        # (measured on the logistic loss at l ≈ 200, docs/npkl.md).
+        per_column = 6e-5 if column_update(problem.loss) == "newton" else 2.5e-5
+        return 0.02 + reduction + 30 * (4e-11 * r * l * l + per_column * l)
 
     def _solve(self, problem: NPKL, rank, tol, max_iter, seed, warm_start, anderson,
                verbose) -> Solution:
@@ -190,12 +258,15 @@ class _Sweep:
         self.diag = np.diag(self.D).copy()
         self.C = reduced.C
         self.loss = reduced.loss
-        kappa, lo, hi = self.loss.conjugate_form
-        # The column dual (module docstring): its curvature and bounds.
-        self.unbounded = lo == -np.inf and hi == np.inf
-        self.c = self.C / (2.0 * kappa) if self.unbounded else None
-        self.curvature = 2.0 * kappa  # times a/C, on the diagonal of P
-        self.upper = self.C / 2.0 * hi
+        if column_update(self.loss) == "newton":
+            self._update = self._newton_update
+        else:
+            kappa, lo, hi = self.loss.conjugate_form
+            # The column dual (module docstring): its curvature and bounds.
+            self.unbounded = lo == -np.inf and hi == np.inf
+            self.c = self.C / (2.0 * kappa) if self.unbounded else None
+            self.curvature = 2.0 * kappa  # times a/C, on the diagonal of P
+            self.upper = self.C / 2.0 * hi
         self.pairs, self.T = reduced.pairs, reduced.labels
         l, m = reduced.n, reduced.m
         ends = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
@@ -259,6 +330,48 @@ class _Sweep:
             alpha = _box_qp(P, q, self.upper, self.alpha[slot])
         self.alpha[slot] = alpha
         return (alpha @ A - b) / a
+
+    def _newton_update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """``argmin_v f(v) = ½a‖v‖² + bᵀv + (C/2) Σ_j ℓ(T_ij vᵀv_j)`` [003 eq. 6] by damped
+        Newton from the current column ``U[i]``: with ``A = [T_ij v_j]`` (k×r) and ``t = Av``,
+        ``∇f = av + b + (C/2) Aᵀℓ'(t)``, ``∇²f = aI + (C/2) Aᵀ diag(ℓ''(t)) A`` (r×r, ⪰ aI),
+        the step ``d = −∇²f⁻¹∇f`` and Armijo backtracking ``f(v + sd) ≤ f(v) + ARMIJO·s·∇fᵀd``.
+        Stops after a step ``‖d‖ ≤ NEWTON_TOL·max(1, ‖v‖)``; a step whose predicted decrease
+        ``−∇fᵀd`` is below the round-off of f is taken in full (Newton's quadratic region)."""
+        others, sign, _ = self.columns[i]
+        a, half_C, loss = self.diag[i], 0.5 * self.C, self.loss
+        A = U[others] * sign  # k×r: rows T_ij v_j
+        v = U[i].copy()
+        t = A @ v
+        f = 0.5 * a * float(v @ v) + float(b @ v) + half_C * float(np.sum(loss.value(t)))
+        r = v.size
+        for _ in range(NEWTON_MAX_ITER):
+            g = a * v + b + half_C * (loss.derivative(t) @ A)
+            H = A.T @ ((half_C * loss.second_derivative(t))[:, None] * A)
+            H.flat[:: r + 1] += a
+            d = -_spd_solve(H, g)
+            slope = float(g @ d)  # −(Newton decrement)² ≤ 0
+            small = float(np.linalg.norm(d)) <= NEWTON_TOL * max(1.0, float(np.linalg.norm(v)))
+            if small or -slope <= ROUNDOFF * max(1.0, abs(f)):
+                v = v + d
+                if small:
+                    break
+                t = A @ v
+                f = 0.5 * a * float(v @ v) + float(b @ v) + half_C * float(np.sum(loss.value(t)))
+                continue
+            step = 1.0
+            while True:
+                w = v + step * d
+                tw = A @ w
+                fw = (0.5 * a * float(w @ w) + float(b @ w)
+                      + half_C * float(np.sum(loss.value(tw))))
+                if fw <= f + ARMIJO * step * slope or step <= MIN_STEP:
+                    break
+                step *= 0.5
+            if fw > f:  # no decrease even at the smallest step: v is optimal to round-off
+                break
+            v, t, f = w, tw, fw
+        return v
 
     def pair_multipliers(self, V: np.ndarray, t: np.ndarray | None = None) -> np.ndarray:
         """Non-smooth losses (the hinge): ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses:

@@ -41,7 +41,11 @@ squared hinge          max(0, 1 − m)²               −g + g²/4,  g ≥ 0
 square                 (1 − m)²                     −g + g²/4,  any g
 hinge                  max(0, 1 − m)                −g,         0 ≤ g ≤ 1
 Huber hinge (δ)        see :class:`HuberHinge`      −g + δg²/2, 0 ≤ g ≤ 1
+logistic               log(1 + e^{−m})              g log g + (1−g) log(1−g), 0 ≤ g ≤ 1
 ====================  ==========================  ===============================
+
+(the logistic's conjugate is not quadratic: it has ``conjugate`` without
+``quadratic_conjugate``).
 
 A user-defined loss subclasses :class:`MarginLoss` and implements ``value`` and ``cvxpy``; its
 capabilities are then read from the methods it implements (``derivative`` makes it smooth and
@@ -58,6 +62,7 @@ from typing import ClassVar
 
 import cvxpy as cp
 import numpy as np
+from scipy.special import xlogy
 
 from ssl_opt._validation import check_positive
 from ssl_opt.exceptions import InvalidInputError
@@ -287,6 +292,7 @@ class HuberHinge(MarginLoss):
     """
 
     name = "huber"
+    aliases = ("huber_hinge",)
     program_class = "QP"
     capabilities = _SMOOTH | {"conjugate", "quadratic_conjugate"}
 
@@ -317,12 +323,18 @@ class HuberHinge(MarginLoss):
 
 
 class Logistic(MarginLoss):
-    """φ(m) = log(1 + exp(−m))."""
+    """φ(m) = log(1 + exp(−m)).
+
+    Its conjugate is the negative binary entropy: with g = −s = −φ'(m) = σ(−m) ∈ [0, 1],
+    ``φ*(−g) = g log g + (1 − g) log(1 − g)`` (0 log 0 = 0) and +∞ outside [0, 1]. It is not
+    quadratic, so the loss offers ``conjugate`` but not ``quadratic_conjugate``; NPKL's dual
+    reference then is an exponential-cone SDP (docs/design.md §4.4).
+    """
 
     name = "logistic"
     program_class = "exponential-cone"
     unique_decision = True
-    capabilities = _SMOOTH
+    capabilities = _SMOOTH | {"conjugate"}
 
     def value(self, m):
         return np.logaddexp(0.0, -np.asarray(m, dtype=float))
@@ -336,6 +348,21 @@ class Logistic(MarginLoss):
     def second_derivative(self, m):
         s = _sigmoid(np.asarray(m, dtype=float))
         return s * (1.0 - s)
+
+    def conjugate(self, s):
+        """``φ*(s) = g log g + (1 − g) log(1 − g)`` with ``g = −s`` on ``−1 ≤ s ≤ 0`` (the
+        supremum of ``s·m − φ(m)`` is attained at ``m = log((1 − g)/g)``, and at infinity,
+        with value 0, on the ends), +inf elsewhere."""
+        g = -np.asarray(s, dtype=float)
+        inside = (g >= 0.0) & (g <= 1.0)
+        gc = np.clip(g, 0.0, 1.0)
+        return np.where(inside, xlogy(gc, gc) + xlogy(1.0 - gc, 1.0 - gc), np.inf)
+
+    def dual_cvxpy(self, y, C):
+        """``Σ_p −C φ*(−y_p/C) = C Σ_p [entr(y_p/C) + entr(1 − y_p/C)]`` (concave,
+        ``entr(x) = −x log x``) on its domain ``0 ≤ y ≤ C``."""
+        u = y / C
+        return C * cp.sum(cp.entr(u) + cp.entr(1 - u)), [y >= 0, y <= C]
 
 
 def _sigmoid(t: np.ndarray) -> np.ndarray:

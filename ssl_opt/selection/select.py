@@ -79,7 +79,11 @@ class Selection:
 
 
 def predict(solver, problem: Problem) -> Prediction:
-    """The cost-model prediction of ``solver`` on ``problem`` (see the module docstring)."""
+    """The cost-model prediction of ``solver`` on ``problem`` (see the module docstring); a
+    model that lowers to one of the solver's problem types is predicted as that problem."""
+    lowering = solver.lowering_for(problem)
+    if lowering is not None:
+        problem = lowering.problem
     key = problem_key(problem)
     models = model_store.load_models()
     found = models.get((solver.name, key))
@@ -158,6 +162,10 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
     def pick(name, reason):
         if inexact.get(name):
             reason += f"; note: {inexact[name]}"
+        lowering = table[name].lowering_for(problem)
+        if lowering is not None:
+            reason += (f"; this model is exactly a {type(lowering.problem).__name__}, solved "
+                       f"by that family's solver {name!r}")
         return Selection(name, table[name].backend, reason, predictions, unsupported, limit)
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}

@@ -13,7 +13,11 @@ import pytest
 from ssl_opt import registry
 
 ROOT = Path(__file__).resolve().parents[2]
-FAMILIES = ("manifold", "linear", "lass", "npkl", "ere")
+FAMILIES = ("manifold", "linear", "lass", "npkl", "ere", "model")
+#: Where each family declares its problems (the modelling layer is a package of its own).
+PROBLEM_MODULES = {family: f"ssl_opt.problems.{family}.problem" for family in FAMILIES}
+PROBLEM_MODULES["model"] = "ssl_opt.modeling.model"
+TEST_DIRS = {family: family for family in FAMILIES} | {"model": "modeling"}
 
 
 @pytest.mark.parametrize("name", registry.BUILTIN_PLUGINS)
@@ -32,7 +36,7 @@ def test_every_family_has_a_problem_a_reference_fast_solvers_and_examples():
     examples = {e.family for e in registry.examples()}
     for family in FAMILIES:
         assert family in examples
-        importlib.import_module(f"ssl_opt.problems.{family}.problem")
+        importlib.import_module(PROBLEM_MODULES[family])
         importlib.import_module(f"ssl_opt.reference.{family}")
         fast = [s for s in solvers.values()
                 if s.backend == "fast" and type(s).__module__.startswith(
@@ -84,4 +88,5 @@ def test_the_family_map_names_every_solver_and_residual(doc):
         docs_cell = [c.strip() for c in row.strip().strip("|").split("|")][5]
         pages = re.findall(r"([\w]+\.md)", docs_cell)
         assert pages and all((ROOT / "docs" / page).is_file() for page in pages), docs_cell
-        assert f"tests/{family}/" in row and (ROOT / "tests" / family).is_dir()
+        tests = TEST_DIRS[family]
+        assert f"tests/{tests}/" in row and (ROOT / "tests" / tests).is_dir()

@@ -104,6 +104,14 @@ def test_smooth_subgradient_is_the_derivative(loss):
 CONJUGATE = [x for x in BUILTIN if "conjugate" in x.capabilities]
 
 
+def _conjugate_domain(loss) -> tuple[float, float]:
+    """The interval of g = −s where φ*(−g) is finite: from ``conjugate_form`` for the quadratic
+    conjugates, [0, 1] for the logistic (φ' ranges over (−1, 0))."""
+    if isinstance(loss, Logistic):
+        return 0.0, 1.0
+    return loss.conjugate_form[1:]
+
+
 def _maximize_concave(f, lo: float = -20.0, hi: float = 20.0) -> float:
     """max of a concave f on [lo, hi] by ternary search (exact for concave f, kinks included)."""
     for _ in range(200):
@@ -116,13 +124,14 @@ def _maximize_concave(f, lo: float = -20.0, hi: float = 20.0) -> float:
 
 
 def _numerical_conjugate(loss, s: float) -> float:
-    """sup_m (s·m − φ(m)) (the maximizer is within [−20, 20] for the s tested)."""
-    return _maximize_concave(lambda m: s * m - float(loss.value(np.array([m]))[0]))
+    """sup_m (s·m − φ(m)) (the maximizer is within [−40, 40] for the s tested; the
+    logistic's at g = −s ∈ {0, 1} is at infinity, approached to e^{−40})."""
+    return _maximize_concave(lambda m: s * m - float(loss.value(np.array([m]))[0]), -40.0, 40.0)
 
 
 @pytest.mark.parametrize("loss", CONJUGATE, ids=repr)
 def test_conjugate_is_the_supremum(loss):
-    _, lo, hi = loss.conjugate_form
+    lo, hi = _conjugate_domain(loss)
     g = np.linspace(max(lo, -3.0), min(hi, 3.0), 13)  # g = −s inside the domain
     for gi in g:
         assert loss.conjugate(np.array([-gi]))[0] == pytest.approx(
@@ -139,7 +148,7 @@ def test_conjugate_is_the_supremum(loss):
 def test_dual_cvxpy_is_the_scaled_conjugate(loss):
     """Σ −C φ*(−y/C) equals Σ min_t (C φ(t) + y t), and its constraints are the domain."""
     C = 1.7
-    _, lo, hi = loss.conjugate_form
+    lo, hi = _conjugate_domain(loss)
     rng = np.random.default_rng(2)
     inside = C * rng.uniform(max(lo, -2.0), min(hi, 2.0), 6)
     y = cp.Variable(inside.size)
@@ -165,9 +174,10 @@ def test_conjugate_forms_by_hand():
     assert Square().conjugate_form == (0.5, -np.inf, np.inf)
     assert Hinge().conjugate_form == (0.0, 0.0, 1.0)
     assert HuberHinge(0.3).conjugate_form == (0.3, 0.0, 1.0)
-    assert "conjugate" not in Logistic().capabilities
-    with pytest.raises(NotImplementedError, match="conjugate"):
-        Logistic().conjugate(np.zeros(1))
+    # The logistic's conjugate is the negative binary entropy: not quadratic, no form.
+    assert Logistic().conjugate_form is None
+    assert "conjugate" in Logistic().capabilities
+    assert "quadratic_conjugate" not in Logistic().capabilities
 
 
 # ----------------------------------------------------------------- registry and capabilities
@@ -175,7 +185,7 @@ def test_conjugate_forms_by_hand():
 
 def test_registry_resolves_names_and_aliases():
     assert set(MARGIN_LOSSES) == {"squared_hinge", "square", "hinge", "huber", "logistic"}
-    assert set(LOSS_NAMES) == set(MARGIN_LOSSES) | {"squared"}
+    assert set(LOSS_NAMES) == set(MARGIN_LOSSES) | {"squared", "huber_hinge"}
     for name, cls in MARGIN_LOSSES.items():
         assert cls.name == name and type(get_margin_loss(name)) is cls
     assert type(get_margin_loss("square")) is Square
@@ -241,7 +251,7 @@ def test_every_family_stores_the_loss_object():
 def test_npkl_refuses_a_loss_without_a_conjugate():
     S = np.ones((6, 6)) - np.eye(6)
     with pytest.raises(ssl_opt.InvalidInputError, match="loss"):
-        NPKL(S, [[0, 1], [2, 3]], [1, -1], C=1.0, loss=Logistic())
+        NPKL(S, [[0, 1], [2, 3]], [1, -1], C=1.0, loss=ExpLossFirstOrder())
 
 
 def test_no_code_branches_on_a_loss_name():

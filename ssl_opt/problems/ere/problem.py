@@ -243,6 +243,15 @@ class ERE(_LabelEmbedding):
         # convex, so F_u and b need not be unique (W is, through β‖W‖²).
         return not self.robust
 
+    def as_model(self):
+        """This problem as a :class:`~ssl_opt.modeling.Model`: the graph term on F (GraphTV
+        'l2', or GraphQuadratic when squared), the fit on ``X @ W + b − F``, ``Ridge(W, β)``,
+        and ``FixedRows(F, range(l), Y)``
+        (:func:`ssl_opt.modeling.named.ere_model`, docs/design.md §6)."""
+        from ssl_opt.modeling.named import ere_model
+
+        return ere_model(self)
+
     # ------------------------------------------------------------------ evaluation
     def edge_differences(self, F: np.ndarray) -> np.ndarray:
         """(E, c): ``f_i − f_j`` per edge (i < j)."""
@@ -511,6 +520,14 @@ class LRL(_LabelEmbedding):
         sizes = self._sizes()
         sizes["variables"] = (self.d + 1) * self.c
         return Structure(self.family, "lrl", True, True, "QP", sizes, True)
+
+    def as_model(self):
+        """This problem as a :class:`~ssl_opt.modeling.Model`: ``GraphQuadratic(X @ W, L)
+        + SquaredError((X @ W + b)[:l], Y, α) + Ridge(W, β)``
+        (:func:`ssl_opt.modeling.named.lrl_model`, docs/design.md §6)."""
+        from ssl_opt.modeling.named import lrl_model
+
+        return lrl_model(self)
 
     def scores(self, x) -> np.ndarray:
         """``XW + 1bᵀ`` (n, c)."""

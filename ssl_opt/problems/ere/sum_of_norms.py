@@ -307,6 +307,14 @@ class SumOfNorms(Problem):
     def unique_prediction(self) -> bool:
         return False  # strictly convex only when Q ≻ 0 (not checked)
 
+    def as_model(self):
+        """This problem as a :class:`~ssl_opt.modeling.Model` in ``x``: ``QuadraticForm(x, Q, ½)
+        + Linear(x, c) + GroupNorms(row_blocks(G @ x − h, k), w)``
+        (:func:`ssl_opt.modeling.named.sum_of_norms_model`, docs/design.md §6)."""
+        from ssl_opt.modeling.named import sum_of_norms_model
+
+        return sum_of_norms_model(self)
+
     # ------------------------------------------------------------------ the form f + Σ w‖g‖
     def smooth_value(self, x: np.ndarray) -> float:
         """``f(x) = ½xᵀQx + cᵀx``."""

@@ -112,6 +112,14 @@ class LASS(Problem):
         # not guaranteed in general (Th. 2.1).
         return False
 
+    def as_model(self):
+        """This problem as a :class:`~ssl_opt.modeling.Model`: ``GraphQuadratic(Z, L, λ)
+        + LinearScore(Z, G)`` subject to ``SimplexRows(Z)``
+        (:func:`ssl_opt.modeling.named.lass_model`, docs/design.md §6)."""
+        from ssl_opt.modeling.named import lass_model
+
+        return lass_model(self)
+
     # ------------------------------------------------------------------ evaluation
     def objective(self, x) -> float:
         Z = self.unpack(x)["Z"]

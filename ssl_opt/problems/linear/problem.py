@@ -103,6 +103,14 @@ class LinearSVM(Problem):
         return Structure(self.family, "l2svm", True, True, self.loss.program_class, sizes,
                          self.design.sparse)
 
+    def as_model(self):
+        """This problem as a :class:`~ssl_opt.modeling.Model` in ``w`` (d,) and ``b``:
+        squared-hinge ``MarginLossTerm``s (weight c/2 per cost) + ``Ridge(w, λ/2) + Ridge(b, λ/2)``
+        (:func:`ssl_opt.modeling.named.linear_svm_model`, docs/design.md §6)."""
+        from ssl_opt.modeling.named import linear_svm_model
+
+        return linear_svm_model(self)
+
     def outputs(self, w: np.ndarray) -> np.ndarray:
         return self.design.matvec(w)
 

@@ -135,6 +135,14 @@ class LapSVM(Problem):
         ones = np.ones(self.n)
         return bool(np.max(np.abs(self.L @ ones)) <= 1e-10 * max(1.0, _abs_max(self.L)))
 
+    def as_model(self):
+        """This problem as a :class:`~ssl_opt.modeling.Model`: ``MarginLossTerm(f[:l], y, loss, ½)
+        + RKHSNorm(alpha, K, γ_A/2) + GraphQuadratic(f, L, γ_I/2)``, ``f = K @ alpha + b``
+        (:func:`ssl_opt.modeling.named.lapsvm_model`, docs/design.md §6)."""
+        from ssl_opt.modeling.named import lapsvm_model
+
+        return lapsvm_model(self)
+
     # ------------------------------------------------------------------ products
     def K_dot(self, v: np.ndarray) -> np.ndarray:
         return np.asarray(self.K @ v, dtype=np.float64)

@@ -7,7 +7,9 @@ Over symmetric ``Z`` (n×n)::
 with ``Δ = (1+δ)I − D^{-1/2} S D^{-1/2}`` (``⪰ δI`` for a non-negative similarity S), each
 unordered pair listed once, ``T_ij = +1`` (must-link) or ``−1`` (cannot-link), and ℓ a
 :class:`~ssl_opt.components.MarginLoss` with a conjugate: the paper's hinge ``max(0, 1−t)``,
-squared hinge ``max(0, 1−t)²`` and square ``(1−t)²`` [003 §3.2.2], or the Huber hinge.
+squared hinge ``max(0, 1−t)²`` and square ``(1−t)²`` [003 §3.2.2], the Huber hinge, or the
+logistic loss ``log(1 + e^{−t})`` (its conjugate is an entropy, so its reference is an
+exponential-cone SDP; smooth, so its certificate is the one of the smooth losses).
 
 Optimality (a convex program over the PSD cone). With pair multipliers ``y_p = −C ℓ'(t_p)``
 (``t_p = T_p Z_ij``; for a non-smooth ℓ any ``y_p`` in ``−C ∂ℓ(t_p)``) the gradient matrix
@@ -47,8 +49,9 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
 from ssl_opt.solvers import Option
 
-#: What NPKL needs from its loss: the conjugate (the reference solves the Lagrange dual) and
-#: subgradients (the pair multipliers of the certificate).
+#: What NPKL needs from its loss: the conjugate (the reference solves the Lagrange dual; any
+#: conjugate, quadratic or not, e.g. the logistic's entropy) and subgradients (the pair
+#: multipliers of the certificate; a smooth loss has them from φ').
 LOSS_NEEDS = ("conjugate", "subgradient")
 #: Up to this size the certificate uses dense eigenvalue decompositions, above it Lanczos.
 DENSE_EIG_MAX = 1500
@@ -117,9 +120,9 @@ class NPKL(Problem):
         ``+1`` must-link, ``−1`` cannot-link.
     C : float > 0
     loss : str or MarginLoss
-        ``"square"`` (or ``"squared"``), ``"squared_hinge"``, ``"hinge"``, ``"huber"``, or any
-        :class:`~ssl_opt.components.MarginLoss` offering ``conjugate`` and ``subgradient``;
-        stored as the object.
+        ``"square"`` (or ``"squared"``), ``"squared_hinge"``, ``"hinge"``, ``"huber"``,
+        ``"logistic"``, or any :class:`~ssl_opt.components.MarginLoss` offering ``conjugate``
+        and ``subgradient``; stored as the object.
     delta : float > 0, optional
         Regularization of Δ; ``C/2`` by default as in [003 §4.2].
 

@@ -1,0 +1,144 @@
+"""Modelling-layer benchmark (docs/modeling.md): every variant's fast path against the CVXPY
+reference, and the generic solvers against the papers' solvers on the families written as
+compositions — side by side in one run.
+
+Parts (stdout is the report, progress goes to stderr):
+
+(a) Variants (``ssl_opt.modeling.variants``) at growing sizes: the reference (``cvxpy``,
+    Clarabel, tolerances 1e-10) and the fast solver ``select(model, backend="fast")`` picks,
+    each timed once on the same instance; the fast objective's relative gap to the reference,
+    whether the fast solution certifies against that reference, and what ``auto`` picks. A
+    variant's sizes stop growing once the reference takes ≥ ``--ref-cap`` seconds (default
+    10): the last row is the ≥10 s comparison of the issue; the crossover is the smallest
+    size where the fast path is faster.
+(b) Families as compositions: ``problem.as_model()`` solved by the family's solver through the
+    lowering (must equal the direct solve, and cost no more) and by the generic solver that
+    applies once the lowering is not used, e.g. ``newton-cg`` for LapSVM — "how much a paper's
+    solver buys".
+
+Run from the repository root::
+
+    python benchmarks/bench_modeling.py            # full (minutes; the references dominate)
+    python benchmarks/bench_modeling.py --quick    # small sizes only
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+
+import ssl_opt
+from ssl_opt import registry
+from ssl_opt.modeling import variants
+
+#: Sizes per variant (its builder's first argument), smallest first.
+GRIDS = {
+    "lapsvm_tv": (60, 120, 250, 500, 1000, 1500, 2000),
+    "laprls_l1": (60, 120, 250, 500, 1000, 1500, 2000),
+    "linear_huber_enet": (200, 1000, 4000, 16000, 40000),
+    "linear_logistic_enet": (200, 1000, 4000, 16000, 40000),
+    "lass_entropy": (150, 600, 2400, 8000, 20000),
+    "lass_l1_graph": (150, 600, 2400, 8000, 20000),
+    "ere_group": (60, 200, 600, 1500, 4000),
+    "ere_huber": (60, 200, 600, 1500, 4000),
+    "multiclass_laprls": (90, 250, 500, 1000, 1500),
+    "multiclass_simplex": (90, 250, 500, 1000, 1500),
+}
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def timed(fn):
+    start = time.perf_counter()
+    out = fn()
+    return out, time.perf_counter() - start
+
+
+def variant_rows(name: str, sizes, ref_cap: float) -> list[str]:
+    rows = []
+    for size in sizes:
+        model = variants.VARIANTS[name](size)
+        fast_name = ssl_opt.select(model, backend="fast").solver
+        auto = ssl_opt.select(model).solver
+        log(f"{name} n={size}: reference ...")
+        ref, t_ref = timed(lambda m=model: ssl_opt.solve(m, solver="cvxpy"))
+        log(f"{name} n={size}: {fast_name} ...")
+        sol, t_fast = timed(lambda m=model, f=fast_name: ssl_opt.solve(m, solver=f))
+        gap = (sol.objective - ref.objective) / max(1.0, abs(ref.objective))
+        passed = ssl_opt.certify(model, sol, reference=ref).passed if ref.optimal else None
+        rows.append(f"| {name} | {size} | {model.size} | {t_ref:.3g} ({ref.status}) | "
+                    f"{fast_name} | {t_fast:.3g} ({sol.status}) | {t_ref / t_fast:.1f}× | "
+                    f"{gap:+.1e} | {passed} | {auto} |")
+        print(rows[-1], flush=True)
+        if t_ref >= ref_cap:
+            break
+    return rows
+
+
+def family_rows(quick: bool) -> None:
+    from ssl_opt.problems.ere.examples import _clusters_at
+    from ssl_opt.problems.lass.examples import _moons_at as lass_at
+    from ssl_opt.problems.linear.examples import register_generators as linear_generators
+    from ssl_opt.problems.manifold.examples import _lapsvm, _moons_at
+
+    linear = {g.key: g for g in linear_generators()}
+    cases = [
+        ("LapSVM", _moons_at(_lapsvm("squared_hinge"))(500 if quick else 2000, 0), "newton",
+         "newton-cg"),
+        ("LapRLS", _moons_at(_lapsvm("square"))(500 if quick else 2000, 0), "laprls-direct",
+         "newton-cg"),
+        ("LASS", lass_at(1000 if quick else 5000, 0), "admm", "pdhg"),
+        ("ERE", _clusters_at("robust")(200 if quick else 1000, 0), "irls", "pdhg"),
+    ]
+    svm = linear.get("linear/l2svm")
+    if svm is not None:
+        cases.insert(2, ("LinearSVM", svm.instance(svm.bench_scales[2 if quick else 4]), "mfn",
+                         "newton-cg"))
+    print("\n## (b) Families as compositions\n")
+    print("| family | size | family solver direct (s) | through as_model (s) | same result | "
+          "generic solver | generic (s) | generic / family | generic status, gap |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, problem, family_solver, generic in cases:
+        model = problem.as_model()
+        log(f"{label}: {family_solver} direct / lowered / {generic} ...")
+        direct, t_direct = timed(lambda p=problem, s=family_solver: ssl_opt.solve(p, solver=s))
+        lowered, t_lowered = timed(lambda m=model, s=family_solver: ssl_opt.solve(m, solver=s))
+        same = abs(lowered.objective - direct.objective) <= 1e-12 * max(1.0, abs(
+            direct.objective))
+        solver = registry.get_solver(generic)
+        # The generic solver on the composition itself (no lowering: it takes models as is).
+        sol, t_generic = timed(lambda m=model, s=solver: s.solve(m))
+        gap = (sol.objective - direct.objective) / max(1.0, abs(direct.objective))
+        print(f"| {label} | {problem.structure.sizes} | {t_direct:.3g} | {t_lowered:.3g} | "
+              f"{same} | {generic} | {t_generic:.3g} | {t_generic / t_direct:.1f}× | "
+              f"{sol.status}, {gap:+.1e} |", flush=True)
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true", help="small sizes only")
+    parser.add_argument("--ref-cap", type=float, default=10.0,
+                        help="stop growing a variant once the reference takes this long")
+    parser.add_argument("--only", nargs="*", default=None, help="variants to run")
+    args = parser.parse_args(argv)
+    warnings.simplefilter("ignore")
+    print("# Modelling-layer benchmark\n")
+    print(f"numpy {np.__version__}, ssl_opt {ssl_opt.__version__}\n")
+    print("## (a) Variants: fast path against the CVXPY reference\n")
+    print("| variant | size | unknowns | reference s (status) | fast solver | fast s (status) | "
+          "speed-up | gap to reference | certified | auto picks |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for name in args.only or GRIDS:
+        sizes = GRIDS[name][:2] if args.quick else GRIDS[name]
+        variant_rows(name, sizes, args.ref_cap)
+    family_rows(args.quick)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,245 @@
+r"""The contract of a model's terms and constraints (docs/design.md §6).
+
+A :class:`Term` is ``h(z)`` with ``z = A(x)`` an affine expression of the variables (its
+``argument``); its weight is part of ``h``. It must give its ``value`` and its CVXPY
+expression; every other method it implements is a capability that unlocks solvers, read from
+the methods it overrides (as a :class:`~ssl_opt.components.losses.MarginLoss` does):
+
+==================  ====================================  ====================================
+capability          method                                unlocks
+==================  ====================================  ====================================
+``gradient``        ``gradient(z)`` = ∇h(z)               L-BFGS, proximal gradient, PDHG
+``hessp``           ``hessp(z, v)`` = ∇²h(z)·v            Newton-CG
+``prox``            ``prox(v, t)`` = argmin t·h + ½‖·−v‖²  proximal gradient (on a variable),
+                                                          PDHG (on any argument)
+``subdifferential`` ``project_subgradient(z, u, tol)``    the certificate of a non-smooth term
+``mirror``          ``mirror_step(z, g, t)``              Bregman (entropy) proximal gradient
+``bounds``          ``bounds()`` = (lo, hi) (constraints)  L-BFGS-B (a box on a variable)
+==================  ====================================  ====================================
+
+A smooth term's subdifferential is ``{∇h(z)}``, so ``gradient`` gives ``subdifferential``.
+A :class:`Constraint` is the indicator of a convex set on its argument: its ``value`` is 0, its
+CVXPY form is a list of constraints, ``feasibility(z)`` measures the violation, ``prox`` is the
+projection (any ``t``) and ``project_subgradient`` projects onto the normal cone.
+
+User components are checked before they are trusted (:func:`check_term`): gradients and
+Hessian products against central finite differences of ``value``, a prox against its
+optimality condition ``(v − p)/t ∈ ∂h(p)`` and against a sampled comparison of
+``t·h(p) + ½‖p − v‖²`` with nearby points.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import cvxpy as cp
+import numpy as np
+
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.modeling.expressions import Affine, as_expression
+
+#: Capability → the methods a term must implement to offer it.
+TERM_METHODS: dict[str, tuple[str, ...]] = {
+    "value": ("value",),
+    "cvxpy": ("cvxpy",),
+    "gradient": ("gradient",),
+    "hessp": ("hessp",),
+    "prox": ("prox",),
+    "subdifferential": ("project_subgradient",),
+    "mirror": ("mirror_step",),
+    "bounds": ("bounds",),
+}
+
+#: Program classes, from the simplest; a model's class is the largest of its terms'.
+PROGRAM_CLASSES = ("LP", "QP", "SOCP", "exponential-cone", "SDP", "convex")
+
+
+class Term:
+    """``h(z)``, ``z`` the term's affine ``argument``; subclasses set ``name`` and implement
+    ``value`` and ``cvxpy`` at least."""
+
+    name: ClassVar[str] = "term"
+    #: The reference's program class with this term (see :data:`PROGRAM_CLASSES`).
+    program_class: ClassVar[str] = "convex"
+    #: Convex in its argument (a model with a non-convex term has no certified optimum).
+    convex: ClassVar[bool] = True
+    #: ``prox(v, t)`` accepts ``t`` as an array of ``z``'s shape (per-entry steps), not only
+    #: a scalar.
+    elementwise_prox: ClassVar[bool] = False
+
+    def __init__(self, argument: Affine, weight: float = 1.0):
+        self.argument = as_expression(argument, f"the argument of {type(self).__name__}")
+        weight = float(weight) if np.ndim(weight) == 0 else np.nan
+        if not np.isfinite(weight) or weight < 0:
+            raise InvalidInputError(f"weight of {type(self).__name__} must be a finite number "
+                                    f"≥ 0, got {weight!r}.")
+        self.weight = weight
+
+    # -- capabilities
+    @property
+    def capabilities(self) -> frozenset[str]:
+        """What the term offers, read from the methods its class overrides."""
+        cls = type(self)
+        base = Constraint if isinstance(self, Constraint) else Term
+
+        def implements(method: str) -> bool:
+            found = getattr(cls, method, None)
+            return found is not None and found is not getattr(base, method, None)
+
+        offered = {cap for cap, methods in TERM_METHODS.items()
+                   if all(implements(m) for m in methods)}
+        if isinstance(self, Constraint):
+            offered |= {"value"}
+        if "gradient" in offered:
+            offered.add("subdifferential")
+        return frozenset(offered)
+
+    @property
+    def smooth(self) -> bool:
+        return "gradient" in self.capabilities
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.argument.shape
+
+    # -- oracles (h of the argument value z, weight included)
+    def value(self, z: np.ndarray) -> float:
+        raise NotImplementedError
+
+    def cvxpy(self, z: cp.Expression) -> cp.Expression:
+        raise NotImplementedError
+
+    def gradient(self, z: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{self!r} has no gradient")
+
+    def hessp(self, z: np.ndarray, v: np.ndarray) -> np.ndarray:
+        raise NotImplementedError(f"{self!r} has no Hessian-vector product")
+
+    def prox(self, v: np.ndarray, t) -> np.ndarray:
+        raise NotImplementedError(f"{self!r} has no proximal operator")
+
+    def project_subgradient(self, z: np.ndarray, u: np.ndarray, tol: float) -> np.ndarray:
+        """The point of ``∂h(z')`` nearest ``u``, over the ``z'`` within ``tol`` of ``z``
+        (entries within ``tol`` of a kink count as at the kink). Smooth terms: ∇h(z)."""
+        return self.gradient(z)
+
+    def mirror_step(self, z: np.ndarray, g: np.ndarray, t: float) -> np.ndarray:
+        """``argmin_p ⟨g, p⟩ + h(p) + KL(p, z)/t`` (entropy-type terms on the simplex)."""
+        raise NotImplementedError(f"{self!r} has no mirror step")
+
+    def kink_scale(self, z: np.ndarray) -> float:
+        """Scale of the argument entries that set the kink tolerance (``max|z|`` by
+        default)."""
+        return float(np.max(np.abs(z))) if np.size(z) else 0.0
+
+    # -- lowering hints
+    def describe(self) -> str:
+        return f"{self.name}(weight={self.weight:g})"
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} {self.describe()} on {self.argument!r}>"
+
+
+class Constraint(Term):
+    """``ι_C(z)``: 0 on the convex set C, +∞ outside. Subclasses implement ``cvxpy``
+    (a list of CVXPY constraints), ``feasibility`` and, where they can, ``prox`` (the
+    projection onto C) and ``project_subgradient`` (onto the normal cone)."""
+
+    name = "constraint"
+    program_class = "LP"
+
+    def __init__(self, argument: Affine):
+        super().__init__(argument, 1.0)
+
+    def value(self, z: np.ndarray) -> float:
+        return 0.0
+
+    def cvxpy(self, z: cp.Expression) -> list:  # type: ignore[override]
+        raise NotImplementedError
+
+    def feasibility(self, z: np.ndarray) -> float:
+        """The violation of ``z ∈ C``, relative to ``max(1, scale of z)``; 0 when feasible."""
+        raise NotImplementedError
+
+    def project_subgradient(self, z: np.ndarray, u: np.ndarray, tol: float) -> np.ndarray:
+        """The point of the normal cone ``N_C(z)`` nearest ``u`` (active within ``tol``)."""
+        raise NotImplementedError(f"{self!r} has no normal-cone projection")
+
+    def bounds(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(lo, hi)`` arrays of the argument's shape when C is a box (±inf allowed)."""
+        raise NotImplementedError(f"{self!r} is not a box")
+
+    def describe(self) -> str:
+        return self.name
+
+
+def capability_table(terms) -> dict[str, frozenset[str]]:
+    """``{repr(term): capabilities}`` for a readable report."""
+    return {t.describe(): t.capabilities for t in terms}
+
+
+def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None,
+               rtol: float = 1e-4) -> None:
+    """Check a term's oracles at the argument value ``z`` numerically; raise
+    :class:`~ssl_opt.exceptions.InvalidInputError` naming the oracle that is wrong.
+
+    * gradient: ``⟨∇h(z), d⟩`` against the central difference ``(h(z+εd) − h(z−εd))/2ε``;
+    * Hessian product: ``∇²h(z)d`` against ``(∇h(z+εd) − ∇h(z−εd))/2ε``;
+    * prox: at ``p = prox(v, t)``, ``t·h(p) + ½‖p − v‖²`` is not above its value at sampled
+      nearby points of C (for constraints: ``p ∈ C`` and no sampled feasible point closer to
+      v).
+    """
+    rng = np.random.default_rng(0) if rng is None else rng
+    z = np.asarray(z, dtype=np.float64)
+    scale = max(1.0, float(np.max(np.abs(z))) if z.size else 1.0)
+    caps = term.capabilities
+    if "gradient" in caps:
+        for _ in range(2):
+            d = rng.standard_normal(z.shape)
+            eps = 1e-6 * scale
+            fd = (term.value(z + eps * d) - term.value(z - eps * d)) / (2 * eps)
+            an = float(np.sum(term.gradient(z) * d))
+            if abs(fd - an) > rtol * max(1.0, abs(fd), abs(an)):
+                raise InvalidInputError(
+                    f"the gradient of {term!r} disagrees with finite differences of its value "
+                    f"(directional derivative {an:.6g} vs {fd:.6g}); fix gradient().")
+            if "hessp" in caps:
+                fd_h = (term.gradient(z + eps * d) - term.gradient(z - eps * d)) / (2 * eps)
+                an_h = term.hessp(z, d)
+                err = float(np.max(np.abs(fd_h - an_h))) if z.size else 0.0
+                if err > rtol * max(1.0, float(np.max(np.abs(fd_h)))):
+                    raise InvalidInputError(
+                        f"the Hessian product of {term!r} disagrees with finite differences "
+                        f"of its gradient (max error {err:.3g}); fix hessp().")
+    if "prox" in caps:
+        v = z + rng.standard_normal(z.shape) * scale
+        t = 0.7
+        p = term.prox(v, t)
+        if "subdifferential" in caps:
+            # Optimality of the prox: (v − p)/t ∈ ∂h(p) (the normal cone for a constraint).
+            u = (v - p) / t
+            nearest = term.project_subgradient(p, u, 1e-9 * scale)
+            err = float(np.max(np.abs(nearest - u))) if u.size else 0.0
+            if err > 1e-6 * max(1.0, float(np.max(np.abs(u))) if u.size else 1.0):
+                raise InvalidInputError(
+                    f"the prox of {term!r} violates its optimality condition (v − p)/t ∈ ∂h(p) "
+                    f"by {err:.3g}; fix prox() (or project_subgradient()).")
+        if isinstance(term, Constraint):
+            if term.feasibility(p) > 1e-8:
+                raise InvalidInputError(f"the projection of {term!r} returns an infeasible "
+                                        "point; fix prox().")
+            base = 0.5 * float(np.sum((p - v) ** 2))
+            for _ in range(20):
+                q = term.prox(p + 1e-3 * scale * rng.standard_normal(z.shape), t)
+                if 0.5 * float(np.sum((q - v) ** 2)) < base - 1e-9 * max(1.0, base):
+                    raise InvalidInputError(f"the projection of {term!r} is not the nearest "
+                                            "point of its set; fix prox().")
+            return
+        base = t * term.value(p) + 0.5 * float(np.sum((p - v) ** 2))
+        for _ in range(20):
+            q = p + 1e-3 * scale * rng.standard_normal(z.shape)
+            other = t * term.value(q) + 0.5 * float(np.sum((q - v) ** 2))
+            if other < base - 1e-9 * max(1.0, abs(base)):
+                raise InvalidInputError(
+                    f"the prox of {term!r} is not a minimizer of t·h(p) + ½‖p − v‖² (a nearby "
+                    f"point is lower by {base - other:.3g}); fix prox().")

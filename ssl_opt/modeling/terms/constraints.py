@@ -1,0 +1,287 @@
+r"""Constraints on a term's argument (docs/design.md §6): indicators of convex sets.
+
+Each gives its CVXPY constraints, ``feasibility(z)`` (the largest violation, relative to
+``max(1, max|z|)``), the projection ``prox(v, t)`` (any t) and the projection onto the normal
+cone ``N_C(z)`` (``project_subgradient``; constraints within ``tol`` of active count as
+active):
+
+=================  =========================  ===========================================
+constraint         set C                      normal cone at z
+=================  =========================  ===========================================
+``NonNegative``    ``z ≥ 0``                  ``w ≤ 0``, ``w_i = 0`` where ``z_i > tol``
+``Box``            ``lo ≤ z ≤ hi``            ``w_i ≤ 0`` at lo, ``≥ 0`` at hi, else 0
+``FixedRows``      ``z[rows] = values``       anything on the rows, 0 elsewhere
+``LinearEquality`` ``⟨a, z⟩ = b``             ``span(a)``
+``Balance``        ``mean(z) = r``            ``span(1)``
+``SimplexRows``    rows ``z_i ≥ 0, Σ z_i = 1``  per row ``ν·1 + w``, ``w ≤ 0``, ``w_k = 0`` where
+                                              ``z_ik > tol``
+=================  =========================  ===========================================
+
+The simplex projection is Duchi et al.'s sort-based algorithm
+(:func:`~ssl_opt.components.project_rows_to_simplex`). The projection of ``u`` onto the
+simplex's normal cone at a row ``z`` (active set A = {k : z_k ≤ tol}) is
+``P_k = ν`` off A and ``min(u_k, ν)`` on A, with ν the root of the non-decreasing piecewise
+linear ``G(ν) = Σ_{k∉A}(ν − u_k) − Σ_{k∈A}(u_k − ν)₊`` (the derivative of the squared
+distance): with the active ``u`` sorted decreasingly (``a_(1) ≥ a_(2) ≥ …``, ``C_j`` their
+partial sums), ``G(a_(j)) = (n₀ + j − 1) a_(j) − S₀ − C_{j−1}`` (``n₀ = |A^c|``,
+``S₀ = Σ_{k∉A} u_k``) and ``ν = (S₀ + C_k)/(n₀ + k)`` with ``k = #{j : G(a_(j)) > 0}`` —
+exact, sort-based, vectorized over rows. A row with every entry active has the whole space as
+normal cone (``P = u``).
+"""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+
+from ssl_opt._validation import as_float_array
+from ssl_opt.components.simplex import project_rows_to_simplex
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.modeling.term import Constraint
+from ssl_opt.modeling.terms._common import as_rows, data_array, scalar
+
+
+def _scale(z) -> float:
+    return max(1.0, float(np.max(np.abs(z))) if np.size(z) else 0.0)
+
+
+def _flat(z: cp.Expression, shape) -> cp.Expression:
+    if len(shape) == 1:
+        return z
+    return cp.reshape(z, (int(np.prod(shape, dtype=int)),), order="C")
+
+
+class NonNegative(Constraint):
+    """``z ≥ 0`` entrywise."""
+
+    name = "nonnegative"
+
+    def cvxpy(self, z):
+        return [z >= 0]
+
+    def feasibility(self, z):
+        return float(np.max(np.maximum(-np.asarray(z), 0.0), initial=0.0)) / _scale(z)
+
+    def prox(self, v, t):
+        return np.maximum(v, 0.0)
+
+    def project_subgradient(self, z, u, tol):
+        return np.where(np.asarray(z) <= tol, np.minimum(u, 0.0), 0.0)
+
+    def bounds(self):
+        return np.zeros(self.shape), np.full(self.shape, np.inf)
+
+
+class Box(Constraint):
+    """``lo ≤ z ≤ hi`` entrywise (``lo``, ``hi`` scalars or arrays of the argument's shape,
+    ``±inf`` allowed, ``lo ≤ hi``)."""
+
+    name = "box"
+
+    def __init__(self, argument, lo, hi):
+        super().__init__(argument)
+        self.lo, self.hi = (self._bound(b, name) for b, name in ((lo, "lo"), (hi, "hi")))
+        if np.any(self.lo > self.hi):
+            raise InvalidInputError("lo of Box must be ≤ hi everywhere (an empty box); swap or "
+                                    "fix the bounds.")
+        if np.any(self.lo == np.inf) or np.any(self.hi == -np.inf):
+            raise InvalidInputError("Box bounds must allow finite values: lo < +inf and "
+                                    "hi > -inf.")
+
+    def _bound(self, b, name) -> np.ndarray:
+        arr = as_float_array(b, f"{name} of Box")
+        if np.any(np.isnan(arr)):
+            raise InvalidInputError(f"{name} of Box contains NaN; use ±inf for no bound.")
+        if arr.shape != self.shape:
+            if arr.ndim:
+                raise InvalidInputError(f"{name} of Box must be a scalar or have the "
+                                        f"argument's shape {self.shape}, got {arr.shape}.")
+            arr = np.full(self.shape, float(arr))
+        return arr
+
+    def cvxpy(self, z):
+        out = []
+        flat = _flat(z, self.shape)
+        for bound, lower in ((self.lo, True), (self.hi, False)):
+            b = bound.ravel()
+            idx = np.flatnonzero(np.isfinite(b))
+            if not idx.size:
+                continue
+            if not self.shape:
+                out.append(z >= float(b[0]) if lower else z <= float(b[0]))
+                continue
+            part = flat if idx.size == b.size else flat[idx]
+            out.append(part >= b[idx] if lower else part <= b[idx])
+        return out
+
+    def feasibility(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        viol = np.maximum(np.maximum(self.lo - z, z - self.hi), 0.0)
+        return float(np.max(viol, initial=0.0)) / _scale(z)
+
+    def prox(self, v, t):
+        return np.clip(v, self.lo, self.hi)
+
+    def project_subgradient(self, z, u, tol):
+        z = np.asarray(z, dtype=np.float64)
+        low = np.where(z <= self.lo + tol, -np.inf, 0.0)
+        high = np.where(z >= self.hi - tol, np.inf, 0.0)
+        return np.clip(u, low, high)
+
+    def bounds(self):
+        return self.lo.copy(), self.hi.copy()
+
+
+class FixedRows(Constraint):
+    """``z[rows] = values`` (``rows``: distinct row indices or a boolean mask of the first
+    axis; ``values``: a scalar or an array of shape ``(len(rows),) + shape[1:]``)."""
+
+    name = "fixed_rows"
+
+    def __init__(self, argument, rows, values):
+        super().__init__(argument)
+        if not self.shape:
+            raise InvalidInputError("the argument of FixedRows must be a vector or a matrix; "
+                                    "fix a scalar with Box(argument, value, value).")
+        n = self.shape[0]
+        try:
+            idx = np.arange(n)[rows]
+        except (IndexError, TypeError, ValueError) as exc:
+            raise InvalidInputError(f"rows of FixedRows must index the argument's {n} rows "
+                                    f"(integers in [0, {n}) or a length-{n} boolean mask): "
+                                    f"{exc}") from exc
+        idx = np.atleast_1d(idx)
+        if idx.ndim != 1 or len(np.unique(idx)) != len(idx):
+            raise InvalidInputError("rows of FixedRows must be distinct row indices.")
+        self.rows = idx
+        shape = (len(idx),) + self.shape[1:]
+        self.values = data_array(values, "values", shape, "FixedRows")
+
+    def cvxpy(self, z):
+        return [z[self.rows] == self.values] if len(self.rows) else []
+
+    def feasibility(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        err = np.abs(z[self.rows] - self.values)
+        return float(np.max(err, initial=0.0)) / _scale(z)
+
+    def prox(self, v, t):
+        out = np.array(v, dtype=np.float64)
+        out[self.rows] = self.values
+        return out
+
+    def project_subgradient(self, z, u, tol):
+        out = np.zeros(self.shape)
+        out[self.rows] = np.asarray(u)[self.rows]
+        return out
+
+    def bounds(self):
+        lo, hi = np.full(self.shape, -np.inf), np.full(self.shape, np.inf)
+        lo[self.rows] = self.values
+        hi[self.rows] = self.values
+        return lo, hi
+
+
+class LinearEquality(Constraint):
+    """``⟨a, z⟩ = b`` (``a`` of the argument's shape, not zero; ``b`` a scalar). Projection
+    ``v − (⟨a, v⟩ − b) a/‖a‖²``; normal cone ``span(a)``; ``feasibility`` is
+    ``|⟨a, z⟩ − b|/‖a‖₁`` relative to ``max(1, max|z|)``."""
+
+    name = "linear_equality"
+
+    def __init__(self, argument, a, b):
+        super().__init__(argument)
+        owner = type(self).__name__
+        self.a = data_array(a, "a", self.shape, owner)
+        if not np.any(self.a):
+            raise InvalidInputError(f"a of {owner} must not be zero (⟨0, z⟩ = b is empty or "
+                                    "void).")
+        self.b = scalar(b, "b", owner)
+        self._norm2 = float(np.sum(self.a * self.a))
+
+    def cvxpy(self, z):
+        lhs = cp.sum(cp.multiply(self.a, z)) if self.shape else float(self.a) * z
+        return [lhs == self.b]
+
+    def feasibility(self, z):
+        z = np.asarray(z, dtype=np.float64)
+        err = abs(float(np.sum(self.a * z)) - self.b) / float(np.sum(np.abs(self.a)))
+        return err / _scale(z)
+
+    def prox(self, v, t):
+        v = np.asarray(v, dtype=np.float64)
+        return v - ((float(np.sum(self.a * v)) - self.b) / self._norm2) * self.a
+
+    def project_subgradient(self, z, u, tol):
+        return (float(np.sum(self.a * u)) / self._norm2) * self.a
+
+
+class Balance(LinearEquality):
+    """``mean(z) = r`` over all entries of the argument: the S3VM class-balance constraint on
+    the unlabeled outputs [001 §3.1]; a :class:`LinearEquality` with ``a = 1/N``."""
+
+    name = "balance"
+
+    def __init__(self, argument, r):
+        Constraint.__init__(self, argument)
+        self.r = scalar(r, "r", "Balance")
+        size = int(np.prod(self.shape, dtype=int))
+        self.a = np.full(self.shape, 1.0 / size)
+        self.b = self.r
+        self._norm2 = 1.0 / size
+
+    def cvxpy(self, z):
+        return [cp.sum(z) / int(np.prod(self.shape, dtype=int)) == self.r]
+
+
+class SimplexRows(Constraint):
+    """Every row ``z_i ≥ 0`` with ``Σ_k z_ik = 1`` (a 1-D argument: the whole vector is one
+    row); see the module docstring for the normal-cone projection."""
+
+    name = "simplex_rows"
+
+    def __init__(self, argument):
+        super().__init__(argument)
+
+    def _rows(self, z) -> np.ndarray:
+        z = np.asarray(z, dtype=np.float64)
+        return z.reshape(1, -1) if z.ndim < 2 else z
+
+    def cvxpy(self, z):
+        if len(self.shape) == 2:
+            return [z >= 0, cp.sum(z, axis=1) == 1]
+        return [z >= 0, cp.sum(z) == 1]
+
+    def feasibility(self, z):
+        Z = self._rows(z)
+        neg = float(np.max(np.maximum(-Z, 0.0), initial=0.0))
+        sums = float(np.max(np.abs(Z.sum(axis=1) - 1.0), initial=0.0))
+        return max(neg, sums) / _scale(z)
+
+    def prox(self, v, t):
+        return project_rows_to_simplex(self._rows(v)).reshape(np.shape(v))
+
+    def project_subgradient(self, z, u, tol):
+        return simplex_normal_cone_projection(self._rows(z), self._rows(u),
+                                              tol).reshape(np.shape(u))
+
+
+def simplex_normal_cone_projection(Z: np.ndarray, U: np.ndarray, tol: float) -> np.ndarray:
+    """Row-wise projection of ``U`` onto the normal cone of the simplex at the rows of ``Z``
+    (entries ``≤ tol`` active); exact, see the module docstring."""
+    Z, U = as_rows(Z), as_rows(U)
+    active = Z <= tol
+    n0 = np.count_nonzero(~active, axis=1)
+    S0 = np.where(active, 0.0, U).sum(axis=1)
+    a = -np.sort(-np.where(active, U, -np.inf), axis=1)  # decreasing, -inf (inactive) last
+    valid = np.isfinite(a)
+    a0 = np.where(valid, a, 0.0)
+    C = np.cumsum(a0, axis=1)
+    j = np.arange(1, Z.shape[1] + 1)
+    G = (n0[:, None] + j - 1) * a0 - S0[:, None] - (C - a0)
+    k = np.count_nonzero(valid & (G > 0), axis=1)
+    Ck = np.where(k > 0, C[np.arange(Z.shape[0]), np.maximum(k - 1, 0)], 0.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = ((S0 + Ck) / (n0 + k))[:, None]
+    P = np.where(active, np.minimum(U, nu), nu)
+    return np.where((n0 == 0)[:, None], U, P)
