@@ -138,7 +138,7 @@ def cost(model: Model) -> float:
                     dense += float(M.shape[0]) * M.shape[1] * min(M.shape)
                 else:
                     nnz += getattr(M, "nnz", 0)
-    seconds = 0.05 + 25 * (1.5e-10 * dense + 2e-9 * nnz**1.5)
+    seconds = 0.05 + 25 * (1.5e-10 * dense + 5e-9 * nnz**1.5)
     if model.structure.program_class == "exponential-cone":
         seconds *= 8.0
     return seconds
