@@ -1,8 +1,9 @@
-"""Options shared by the linear-family solvers that call MFN (TSVM and DA)."""
+"""Options shared by the linear-family solvers: those that call MFN (TSVM and DA) and those that
+switch labels (TSVM and the modelling layer's tsvm-model)."""
 
 from __future__ import annotations
 
-from ssl_opt._validation import check_nonnegative, integer
+from ssl_opt._validation import check_nonnegative, check_positive, greater_than, integer
 from ssl_opt.solvers import Option
 
 #: The MFN settings TSVM and DA pass to each of their MFN calls.
@@ -11,4 +12,13 @@ MFN_CALL_OPTIONS = {
     "forcing": Option(0.1, "MFN inexact-Newton forcing term (0: exact CGLS steps)",
                       check_nonnegative),
     "mfn_max_iter": Option(50, "Newton steps per MFN call", integer(0)),
+}
+
+#: The label-switching schedule of TSVM [001 §3.1], shared by ``tsvm`` and ``tsvm-model``.
+SWITCHING_OPTIONS = {
+    "S": Option(10_000, "label pairs switched per retraining at most (1: classic TSVM)",
+                integer(1)),
+    "lam_u_start": Option(1e-5, "first λ' value (SVMlin's TSVM_LAMBDA_SMALL)", check_positive),
+    "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)",
+                           greater_than(1)),
 }

@@ -23,11 +23,11 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ssl_opt._validation import check_bool, check_positive, greater_than, integer
+from ssl_opt._validation import check_bool, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
-from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS, SWITCHING_OPTIONS
 from ssl_opt.problems.linear.problem import TSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -69,12 +69,7 @@ class TSVMSolver(Solver):
     description = ("Transductive L2-SVM-MFN with gradual λ' and switching of up to S label pairs "
                    "per retraining [001 §3.1]; every retraining seeded.")
     options = {
-        "S": Option(10_000, "label pairs switched per retraining at most (1: classic TSVM)",
-                    integer(1)),
-        "lam_u_start": Option(1e-5, "first λ' value (SVMlin's TSVM_LAMBDA_SMALL)",
-                              check_positive),
-        "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)",
-                               greater_than(1)),
+        **SWITCHING_OPTIONS,
         **MFN_CALL_OPTIONS,
         "max_retrain": Option(100_000, "cap on MFN retrainings (then stops with max_iterations)",
                               integer(0)),

@@ -34,7 +34,6 @@ from ssl_opt import registry
 from ssl_opt._validation import (
     check_bool,
     check_positive,
-    greater_than,
     instance_of,
     integer,
     optional,
@@ -42,6 +41,7 @@ from ssl_opt._validation import (
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.transductive import TransductiveModel
+from ssl_opt.plugins.linear.options import SWITCHING_OPTIONS
 from ssl_opt.plugins.linear.tsvm import switch_labels
 from ssl_opt.solution import FAILED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -84,12 +84,7 @@ class TransductiveModelSolver(Solver):
                    "any convex penalty on w): gradual λ', up to S label pairs switched per "
                    "retraining, each inner Model solved warm by the best fast model solver.")
     options = {
-        "S": Option(10_000, "label pairs switched per retraining at most (1: classic TSVM)",
-                    integer(1)),
-        "lam_u_start": Option(1e-5, "first λ' value (SVMlin's TSVM_LAMBDA_SMALL)",
-                              check_positive),
-        "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)",
-                               greater_than(1)),
+        **SWITCHING_OPTIONS,
         "tol": Option(None, "the inner solver's 'tol' (None: its own default)",
                       optional(check_positive)),
         "max_retrain": Option(100_000, "cap on inner solves (then stops with max_iterations)",
