@@ -14,7 +14,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from ssl_opt.modeling.expressions import Compose, MatMul
+from ssl_opt.modeling.expressions import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import QuadraticForm
 from ssl_opt.reference.cvxpy_solver import Formulation
@@ -71,9 +71,7 @@ def _apply(m, factor):
 
 
 def _innermost(m):
-    while isinstance(m, Compose):
-        m = m.inner
-    return m
+    return m.factors()[-1]
 
 
 def _same(a, b) -> bool:
@@ -133,7 +131,7 @@ def cost(model: Model) -> float:
     dense, nnz = 0.0, model.size
     for term in model.all_terms:
         for _, m in term.argument.parts:
-            for M in _matrices(m):
+            for M in matrices(m):
                 if isinstance(M, np.ndarray):
                     dense += float(M.shape[0]) * M.shape[1] * min(M.shape)
                 else:
@@ -143,13 +141,6 @@ def cost(model: Model) -> float:
         seconds *= 8.0
     return seconds
 
-
-def _matrices(m):
-    if isinstance(m, MatMul):
-        yield m.M
-    elif isinstance(m, Compose):
-        yield from _matrices(m.outer)
-        yield from _matrices(m.inner)
 
 
 FORMULATION = Formulation(Model, build, recover, missing, cost)

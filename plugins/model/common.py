@@ -9,7 +9,9 @@ terms ``S`` the smooth part is ``F(θ) = Σ_{k∈S} h_k(A_k θ)``, with ``∇F =
 from __future__ import annotations
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
+from ssl_opt.modeling.expressions import matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.solution import History, Solution
 from ssl_opt.solvers import Solver
@@ -80,6 +82,16 @@ class ModelSolver(Solver):
     def structure_reasons(self, model: Model) -> list[str]:
         raise NotImplementedError
 
+    def _solve(self, model: Model, **options) -> Solution:
+        # One BLAS thread: the products are matrix-vector (memory bound) and idle OpenBLAS
+        # threads spinning between them made them up to 20x slower (measured on 2 cores;
+        # the LASS ADMM does the same).
+        with threadpool_limits(1):
+            return self._run(model, **options)
+
+    def _run(self, model: Model, **options) -> Solution:
+        raise NotImplementedError
+
 
 def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, float]:
     """The model's certificate at ``x`` (with the solver's multipliers as the starting point of
@@ -145,20 +157,21 @@ def scaled_stationarity(residual: np.ndarray, scale: float) -> float:
 
 
 def _map_seconds(linear, columns: int) -> float:
-    """Seconds of one application of a linear map (recursing through compositions)."""
+    """Seconds of one application of a linear map (the sum over its factors)."""
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import Compose, MatMul
+    from ssl_opt.modeling.expressions import MatMul
 
-    if isinstance(linear, Compose):
-        return _map_seconds(linear.outer, columns) + _map_seconds(linear.inner, columns)
-    if isinstance(linear, MatMul):
-        M = linear.M
-        if sp.issparse(M):
-            return SECONDS_PER_CALL + SECONDS_PER_SPARSE_ENTRY * M.nnz * columns
-        # Dense arrays and LinearOperators (assumed as costly as their dense form).
-        return SECONDS_PER_CALL + SECONDS_PER_DENSE_ENTRY * M.shape[0] * M.shape[1] * columns
-    return SECONDS_PER_CALL + SECONDS_PER_DENSE_ENTRY * float(np.prod(linear.out_shape))
+    seconds = 0.0
+    for factor in linear.factors():
+        seconds += SECONDS_PER_CALL
+        if not isinstance(factor, MatMul):
+            seconds += SECONDS_PER_DENSE_ENTRY * float(np.prod(factor.out_shape))
+        elif sp.issparse(factor.M):
+            seconds += SECONDS_PER_SPARSE_ENTRY * factor.M.nnz * columns
+        else:  # dense arrays and LinearOperators (assumed as costly as their dense form)
+            seconds += SECONDS_PER_DENSE_ENTRY * factor.M.shape[0] * factor.M.shape[1] * columns
+    return seconds
 
 
 def gradient_seconds(model: Model, terms) -> float:
@@ -271,7 +284,7 @@ def pass_seconds(model: Model) -> float:
     first-order solvers (a few passes per iteration)."""
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import Compose, MatMul
+    from ssl_opt.modeling.expressions import MatMul
 
     def cost(M, cols: float) -> float:
         if sp.issparse(M):
@@ -282,11 +295,8 @@ def pass_seconds(model: Model) -> float:
         return DENSE_ENTRY_SECONDS * float(np.prod(shape, dtype=float)) * cols
 
     def walk(m) -> float:
-        if isinstance(m, MatMul):
-            return cost(m.M, float(np.prod(m.in_shape[1:], dtype=float)))
-        if isinstance(m, Compose):
-            return walk(m.outer) + walk(m.inner)
-        return 0.0
+        return sum(cost(f.M, float(np.prod(f.in_shape[1:], dtype=float)))
+                   for f in m.factors() if isinstance(f, MatMul))
 
     elements = float(model.size)
     seconds = 0.0
@@ -305,13 +315,7 @@ def _dense_matrices(linear):
     """The dense arrays and products-only operators of a linear map (through compositions)."""
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import Compose, MatMul
-
-    if isinstance(linear, Compose):
-        yield from _dense_matrices(linear.outer)
-        yield from _dense_matrices(linear.inner)
-    elif isinstance(linear, MatMul) and not sp.issparse(linear.M):
-        yield linear.M
+    return [M for M in matrices(linear) if not sp.issparse(M)]
 
 
 def kernel_expansion(model: Model, terms) -> bool:
@@ -393,3 +397,11 @@ def too_slow(trace: list[tuple[int, float]], tol: float, max_iter: int,
     return (f"progress too slow: stationarity {best:.2e} after {it} iterations, and at the rate "
             f"of the last {it - half_it} (×{np.exp(-rate * 1000):.3g} per 1000) reaching "
             f"{tol:.0e} needs ~{needed:.3g} more, beyond max_iter = {max_iter}")
+
+
+def first_order_stall(problem, terms) -> str:
+    """Why first-order steps (FISTA, L-BFGS) do not certify a kernel expansion, or ""."""
+    if isinstance(problem, Model) and kernel_expansion(problem, terms):
+        return ("a kernel expansion f = Kα: the Hessian in α carries K·K, and first-order "
+                "steps stall short of the certificate (LapRLS models, n = 100..1000)")
+    return ""

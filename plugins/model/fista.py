@@ -35,7 +35,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_bool, check_positive, choice, integer
 from ssl_opt.hookspecs import hookimpl
@@ -44,6 +43,7 @@ from ssl_opt.plugins.model.common import (
     ModelSolver,
     certificate_residual,
     check_user_terms,
+    first_order_stall,
     gradient_seconds,
     kernel_expansion,
     linear_part,
@@ -113,10 +113,7 @@ class FISTA(ModelSolver):
         return reasons
 
     def inexact(self, problem) -> str:
-        if isinstance(problem, Model) and kernel_expansion(problem, problem.smooth_terms):
-            return ("a kernel expansion f = Kα: the Hessian in α carries K·K, and first-order "
-                    "steps stall short of the certificate (LapRLS models, n = 100..1000)")
-        return ""
+        return first_order_stall(problem, problem.smooth_terms)
 
     def predicted_time(self, problem) -> float:
         per_iteration = 1.3 * gradient_seconds(problem, problem.smooth_terms) + 2e-5
@@ -124,13 +121,6 @@ class FISTA(ModelSolver):
                       if kernel_expansion(problem, problem.smooth_terms)
                       else PREDICTED_ITERATIONS)
         return 1e-3 + iterations * per_iteration
-
-    def _solve(self, model: Model, **options) -> Solution:
-        # One BLAS thread: the products are matrix-vector (memory bound) and idle OpenBLAS
-        # threads spinning between them made them up to 20x slower (measured on 2 cores;
-        # the LASS ADMM does the same).
-        with threadpool_limits(1):
-            return self._run(model, **options)
 
     def _run(self, model: Model, tol, max_iter, restart, check_every, warm_start,
              check_terms, verbose) -> Solution:

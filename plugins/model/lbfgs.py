@@ -33,7 +33,6 @@ import time
 
 import numpy as np
 from scipy.optimize import Bounds, minimize
-from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_bool, check_positive, integer
 from ssl_opt.exceptions import InvalidInputError
@@ -45,6 +44,7 @@ from ssl_opt.plugins.model.common import (
     check_user_terms,
     directional_slope,
     exact_step,
+    first_order_stall,
     gradient_seconds,
     kernel_expansion,
     lacking,
@@ -93,10 +93,7 @@ class LBFGS(ModelSolver):
         return reasons
 
     def inexact(self, problem) -> str:
-        if isinstance(problem, Model) and kernel_expansion(problem, problem.terms):
-            return ("a kernel expansion f = Kα: the Hessian in α carries K·K, and first-order "
-                    "steps stall short of the certificate (LapRLS models, n = 100..1000)")
-        return ""
+        return first_order_stall(problem, problem.terms)
 
     def predicted_time(self, problem) -> float:
         iterations = min(PREDICTED_ITERATIONS, problem.size + 50)
@@ -106,13 +103,6 @@ class LBFGS(ModelSolver):
         per_iteration = (1.1 * gradient_seconds(problem, problem.terms)
                          + 4e-9 * 20 * problem.size + 2e-5)
         return 1e-3 + iterations * per_iteration
-
-    def _solve(self, model: Model, **options) -> Solution:
-        # One BLAS thread: the products are matrix-vector (memory bound) and idle OpenBLAS
-        # threads spinning between them made them up to 20x slower (measured on 2 cores;
-        # the LASS ADMM does the same).
-        with threadpool_limits(1):
-            return self._run(model, **options)
 
     def _run(self, model: Model, tol, max_iter, memory, warm_start, check_terms,
              verbose) -> Solution:

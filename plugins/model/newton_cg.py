@@ -27,7 +27,6 @@ from __future__ import annotations
 import time
 
 import numpy as np
-from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_bool, check_positive, integer, optional
 from ssl_opt.hookspecs import hookimpl
@@ -95,13 +94,6 @@ class NewtonCG(ModelSolver):
         # Each CG iteration: one Hessian product (~ a gradient) and the re-orthogonalization.
         return 1e-3 + PREDICTED_NEWTON_STEPS * (cg + 3) * gradient_seconds(problem,
                                                                            problem.terms)
-
-    def _solve(self, model: Model, **options) -> Solution:
-        # One BLAS thread: the products are matrix-vector (memory bound) and idle OpenBLAS
-        # threads spinning between them made them up to 20x slower (measured on 2 cores;
-        # the LASS ADMM does the same).
-        with threadpool_limits(1):
-            return self._run(model, **options)
 
     def _run(self, model: Model, tol, max_iter, cg_max_iter, cg_memory, warm_start,
              check_terms, verbose) -> Solution:

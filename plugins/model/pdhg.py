@@ -200,9 +200,8 @@ def _abs_matrix(M, cache: dict):
 # ------------------------------------------------------------------ kernel metric
 def _innermost(m: LinearMap) -> MatMul | None:
     """The first factor applied by ``m`` when it is a matrix product, else None."""
-    while isinstance(m, Compose):
-        m = m.inner
-    return m if isinstance(m, MatMul) else None
+    first = m.factors()[-1]
+    return first if isinstance(first, MatMul) else None
 
 
 def reduced_adjoint(m: LinearMap, g: np.ndarray) -> np.ndarray:

@@ -47,6 +47,15 @@ class LinearMap:
     def cvxpy(self, v: cp.Expression) -> cp.Expression:
         raise NotImplementedError
 
+    def factors(self) -> list[LinearMap]:
+        """The elementary maps of this one, outermost first (the last is applied first)."""
+        return [self]
+
+
+def matrices(m: LinearMap) -> list:
+    """The matrices (arrays, sparse matrices, operators) of the products in ``m``."""
+    return [f.M for f in m.factors() if isinstance(f, MatMul)]
+
 
 @dataclass(frozen=True, eq=False)
 class Identity(LinearMap):
@@ -192,6 +201,9 @@ class Compose(LinearMap):
 
     def cvxpy(self, v):
         return self.outer.cvxpy(self.inner.cvxpy(v))
+
+    def factors(self) -> list[LinearMap]:
+        return self.outer.factors() + self.inner.factors()
 
 
 def _compose(outer: LinearMap, inner: LinearMap) -> LinearMap:

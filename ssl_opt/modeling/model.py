@@ -292,13 +292,6 @@ def _all_arrays(x: dict, variables: dict) -> bool:
 def _has_sparse(expr: Affine) -> bool:
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import Compose, MatMul
+    from ssl_opt.modeling.expressions import matrices
 
-    def sparse(m) -> bool:
-        if isinstance(m, MatMul):
-            return sp.issparse(m.M)
-        if isinstance(m, Compose):
-            return sparse(m.outer) or sparse(m.inner)
-        return False
-
-    return any(sparse(m) for _, m in expr.parts)
+    return any(sp.issparse(M) for _, m in expr.parts for M in matrices(m))

@@ -48,7 +48,6 @@ from ssl_opt.components import Square, SquaredHinge
 from ssl_opt.modeling.expressions import (
     Affine,
     Broadcast,
-    Compose,
     Identity,
     LinearMap,
     MatMul,
@@ -234,10 +233,6 @@ class _Part:
     ops: tuple
 
 
-def _flatten(m: LinearMap) -> list[LinearMap]:
-    return _flatten(m.outer) + _flatten(m.inner) if isinstance(m, Compose) else [m]
-
-
 def _parts(expr: Affine) -> dict[int, _Part] | None:
     """The expression's parts by variable (None when a variable appears twice)."""
     out: dict[int, _Part] = {}
@@ -245,7 +240,7 @@ def _parts(expr: Affine) -> dict[int, _Part] | None:
         if id(var) in out:
             return None
         coef, ops = 1.0, []
-        for op in _flatten(m):
+        for op in m.factors():
             if isinstance(op, Identity):
                 continue
             if isinstance(op, Scale) and np.ndim(op.s) == 0:
