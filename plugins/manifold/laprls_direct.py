@@ -9,7 +9,10 @@ O(n³), exact up to round-off.
 
 from __future__ import annotations
 
+import time
+
 import numpy as np
+import scipy.sparse as sp
 
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.manifold.iterates import check_curvature
@@ -35,16 +38,54 @@ class LapRLSDirect(Solver):
         return 5e-3 + 4e-11 * n**3
 
     def _solve(self, problem) -> Solution:
-        zero = np.zeros(problem.n)
-        v, g_b = problem.preconditioned_gradient(zero, zero, zero)  # at α = 0, b = 0: L f = 0
-        lam = 0.5 * problem.loss.second_derivative(zero[: problem.l])
-        alpha, b = ReducedSystem(problem).solve(lam, -v, -g_b)
-        # The step from 0 is the minimizer only if J is convex along it (K, L PSD).
-        K_alpha = problem.K_dot(alpha)
-        f = K_alpha + (b if problem.bias else 0.0)
-        check_curvature(alpha, K_alpha, f, problem.L_dot(f), problem.entry_scales)
-        return Solution({"alpha": alpha, "b": np.array(b)}, float("nan"), OPTIMAL, 1, 0.0,
-                        self.backend, self.name)
+        return solve_columns([problem])[0]
+
+
+def _same_matrix(A, B) -> bool:
+    if A is B:
+        return True
+    if sp.issparse(A) and sp.issparse(B):
+        return (A.shape == B.shape and A.nnz == B.nnz and np.array_equal(A.indptr, B.indptr)
+                and np.array_equal(A.indices, B.indices) and np.array_equal(A.data, B.data))
+    return not sp.issparse(A) and not sp.issparse(B) and np.array_equal(A, B)
+
+
+def solve_columns(problems: list) -> list[Solution]:
+    """Solve LapRLS problems that differ only in their labels ``y`` with one LU.
+
+    The matrix of [000 eq. 14] depends on K, L, γ_A, γ_I, the bias and which points are
+    labeled, not on the labels: the c one-vs-rest problems of a multi-class LapRLS are c
+    right-hand sides of one system (docs/design.md §7). Raises ``ValueError`` when the problems
+    do not share K, L, the γs, the bias and l.
+    """
+    first = problems[0]
+    for p in problems[1:]:
+        if (p.K is not first.K or not _same_matrix(p.L, first.L) or p.gamma_A != first.gamma_A
+                or p.gamma_I != first.gamma_I or p.bias != first.bias or p.l != first.l
+                or type(p.loss) is not type(first.loss)):
+            raise ValueError("solve_columns needs problems that differ only in y (the same K "
+                             "and L objects, gammas, bias, loss and number of labeled points).")
+    start = time.perf_counter()
+    zero = np.zeros(first.n)
+    rhs = [p.preconditioned_gradient(zero, zero, zero) for p in problems]  # at α = 0, b = 0
+    lam = 0.5 * first.loss.second_derivative(zero[: first.l])
+    alphas, bs = ReducedSystem(first).solve_many(
+        lam, -np.column_stack([v for v, _ in rhs]), -np.array([g for _, g in rhs]))
+    # The step from 0 is the minimizer only if J is convex along it (K, L PSD).
+    K_alpha = first.K_dot(alphas)
+    F = K_alpha + (bs[None, :] if first.bias else 0.0)
+    LF = first.L_dot(F)
+    for k in range(len(problems)):
+        check_curvature(alphas[:, k], K_alpha[:, k], F[:, k], LF[:, k], first.entry_scales)
+    seconds = (time.perf_counter() - start) / len(problems)
+    solutions = []
+    for k, p in enumerate(problems):
+        x = {"alpha": alphas[:, k].copy(), "b": np.array(bs[k] if first.bias else 0.0)}
+        solutions.append(Solution(x, float(p.objective(x)), OPTIMAL, 1, seconds,
+                                  LapRLSDirect.backend, LapRLSDirect.name,
+                                  info={"tolerance_family": LapRLSDirect.tolerance_family,
+                                        "shared_factorization": len(problems)}))
+    return solutions
 
 
 @hookimpl

@@ -45,11 +45,21 @@ class ReducedSystem:
         ``γ_A I + (Λ + γ_I L)K`` is always invertible, so A is singular only when J is flat
         along a direction that moves b.
         """
+        sol_alpha, sol_b = self.solve_many(lam, rhs_alpha[:, None], np.atleast_1d(rhs_b),
+                                           ridge_b)
+        return sol_alpha[:, 0], float(sol_b[0])
+
+    def solve_many(self, lam: np.ndarray, rhs_alpha: np.ndarray, rhs_b: np.ndarray,
+                   ridge_b: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`solve` for c right-hand sides at once (``rhs_alpha`` (n, c), ``rhs_b`` (c,)):
+        one LU of A serves every column, e.g. the c one-vs-rest LapRLS problems, whose system
+        depends on which points are labeled but not on their labels."""
         p, l = self.problem, self.problem.l
         A_aa = self.base.copy()
         A_aa[:l] += lam[:, None] * self.K[:l]
         if not p.bias:
-            return sla.solve(A_aa, rhs_alpha, overwrite_a=True, check_finite=False), 0.0
+            sol = sla.solve(A_aa, rhs_alpha, overwrite_a=True, check_finite=False)
+            return sol, np.zeros(rhs_alpha.shape[1])
         n = p.n
         A = np.empty((n + 1, n + 1))
         A[1:, 1:] = A_aa
@@ -57,6 +67,6 @@ class ReducedSystem:
         A[0, 1:] = lam @ self.K[:l] + self.row_b
         A[1:, 0] = self.col_b
         A[1 : l + 1, 0] += lam
-        sol = sla.solve(A, np.concatenate([[rhs_b], rhs_alpha]), overwrite_a=True,
+        sol = sla.solve(A, np.vstack([rhs_b[None, :], rhs_alpha]), overwrite_a=True,
                         check_finite=False)
-        return sol[1:], float(sol[0])
+        return sol[1:], sol[0]

@@ -90,3 +90,18 @@ def test_the_family_map_names_every_solver_and_residual(doc):
         assert pages and all((ROOT / "docs" / page).is_file() for page in pages), docs_cell
         tests = TEST_DIRS[family]
         assert f"tests/{tests}/" in row and (ROOT / "tests" / tests).is_dir()
+
+
+def test_pyproject_installs_every_package_of_the_source_tree():
+    """An installed copy must hold every sub-package (a forgotten one imports from a checkout
+    but not from site-packages)."""
+    pyproject = ROOT / "pyproject.toml"
+    if not pyproject.exists():
+        pytest.skip("pyproject.toml not found beside tests/")
+    tomllib = pytest.importorskip("tomllib")
+    listed = set(tomllib.loads(pyproject.read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "ssl_opt").rglob(
+        "__init__.py")}
+    found |= {"ssl_opt." + ".".join(p.parent.relative_to(ROOT).parts)
+              for top in ("plugins", "reference") for p in (ROOT / top).rglob("__init__.py")}
+    assert found - listed == set(), "add these to [tool.setuptools] packages"

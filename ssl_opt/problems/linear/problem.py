@@ -149,7 +149,10 @@ class _Transductive(NonConvexProblem):
     loss = L2_LOSS
 
     def __init__(self, X, y, lam, lam_u, r=None, bias=True):
-        design = LinearDesign(X, check_bool(bias, "bias"))
+        # A prebuilt LinearDesign (with its own bias) is shared, not copied: the one-vs-rest
+        # problems of a multi-class fit all read the same rows.
+        bias = check_bool(bias, "bias")
+        design = X if isinstance(X, LinearDesign) else LinearDesign(X, bias)
         y = check_binary_labels(y, "y", design.n)
         if y.size == design.n:
             raise InvalidInputError(

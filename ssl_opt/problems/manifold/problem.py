@@ -98,6 +98,27 @@ class LapSVM(Problem):
         self.l = y.size
         self._freeze()
 
+    def with_labels(self, y, loss=None) -> LapSVM:
+        """The same problem with other labels ``y`` for the same labeled points (and, if given,
+        another margin ``loss``): K, L and every label-independent quantity are shared, not
+        copied or re-validated (the c problems of a one-vs-rest multi-class fit,
+        docs/design.md §7)."""
+        y = check_binary_labels(y, "y", self.n)
+        if y.size != self.l:
+            raise InvalidInputError(f"y must label the same {self.l} points, got {y.size} "
+                                    "labels.")
+        twin = object.__new__(type(self))
+        for k, v in vars(self).items():
+            if k != "_frozen" and not isinstance(getattr(type(self), k, None), cached_property):
+                object.__setattr__(twin, k, v)
+        if "K_dense" in vars(self):  # a label-independent cache worth sharing
+            object.__setattr__(twin, "K_dense", self.K_dense)
+        object.__setattr__(twin, "y", y)
+        if loss is not None:
+            object.__setattr__(twin, "loss", get_margin_loss(loss))
+        twin._freeze()
+        return twin
+
     # ------------------------------------------------------------------ declaration
     @property
     def variables(self) -> dict[str, tuple[int, ...]]:

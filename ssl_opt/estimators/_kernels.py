@@ -1,0 +1,147 @@
+"""Kernels and graphs from raw data for the estimators, and block-wise out-of-sample products.
+
+``kernel`` is ``"rbf"`` (``exp(−‖x − x'‖² / (2σ²))``, docs/design.md §3), ``"poly"``
+(``(s·xᵀx' + c₀)^p``), ``"linear"``, ``"precomputed"`` (X is the Gram matrix at fit and the
+(m, n_train) cross kernel at predict) or a callable ``k(A, B) -> (len(A), len(B))`` array.
+``sigma=None`` takes the median distance between sampled training points (the "median
+heuristic"), so the default kernel is neither nearly the identity nor nearly constant.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.neighbors import NearestNeighbors
+
+from ssl_opt.builders import knn_graph, laplacian, linear_kernel, polynomial_kernel, rbf_kernel
+
+KERNELS = ("rbf", "poly", "linear", "precomputed")
+GRAPH_WEIGHTS = ("binary", "heat")
+
+#: Bytes of one block of K(X_new, X_train) formed at prediction time.
+BLOCK_BYTES = 16 * 2**20
+
+
+def median_distance(X, max_points: int = 1000) -> float:
+    """Median Euclidean distance between distinct sampled rows of X (1.0 if all coincide)."""
+    n = X.shape[0]
+    rows = np.random.default_rng(0).choice(n, size=min(n, max_points), replace=False)
+    S = X[np.sort(rows)]
+    S = S.toarray() if sp.issparse(S) else np.asarray(S, dtype=np.float64)
+    sq = np.einsum("ij,ij->i", S, S)
+    D = sq[:, None] + sq[None, :] - 2.0 * (S @ S.T)
+    d = np.sqrt(np.maximum(D[np.triu_indices(S.shape[0], 1)], 0.0))
+    d = d[d > 0]
+    return float(np.median(d)) if d.size else 1.0
+
+
+def check_kernel_choice(kernel) -> None:
+    if not (callable(kernel) or kernel in KERNELS):
+        raise ValueError(f"kernel must be one of {KERNELS} or a callable k(A, B), got "
+                         f"{kernel!r}.")
+
+
+class Kernel:
+    """A kernel ``k(A, B) -> (len(A), len(B))`` with its parameters fixed at fit time (a class,
+    not a closure, so fitted estimators pickle)."""
+
+    def __init__(self, kind, params: dict):
+        self.kind = kind
+        self.params = params
+
+    def __call__(self, A, B) -> np.ndarray:
+        if callable(self.kind):
+            return np.asarray(self.kind(A, B), dtype=np.float64)
+        if self.kind == "rbf":
+            return rbf_kernel(A, B, sigma=self.params["sigma"])
+        if self.kind == "poly":
+            return polynomial_kernel(A, B, **self.params)
+        if self.kind == "linear":
+            return linear_kernel(A, B)
+        return np.asarray(A.toarray() if sp.issparse(A) else A, dtype=np.float64)  # precomputed
+
+
+def kernel_function(kernel, X_fit, sigma=None, degree: int = 3, coef0: float = 1.0,
+                    poly_scale=None) -> tuple[Kernel, dict]:
+    """The kernel as a :class:`Kernel` and its resolved parameters (σ for RBF, the scale for
+    polynomial), fixed at fit time so prediction uses the same kernel."""
+    check_kernel_choice(kernel)
+    params: dict = {}
+    if not callable(kernel) and kernel == "rbf":
+        s = median_distance(X_fit) if sigma is None else sigma
+        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (np.isfinite(s)
+                                                                             and s > 0):
+            raise ValueError(f"sigma must be a positive finite width or None, got {sigma!r}.")
+        params = {"sigma": float(s)}
+    elif not callable(kernel) and kernel == "poly":
+        scale = 1.0 / X_fit.shape[1] if poly_scale is None else float(poly_scale)
+        params = {"degree": degree, "coef0": coef0, "scale": scale}
+    return Kernel(kernel, params), params
+
+
+def block_rows(n_train: int, block_bytes: int = BLOCK_BYTES) -> int:
+    """Rows of K(X_new, X_train) per block so that one block takes at most ``block_bytes``."""
+    return max(1, block_bytes // (8 * max(1, n_train)))
+
+
+def cross_kernel_blocks(kernel: Callable, X_new, X_train, rows: int) -> Iterator[np.ndarray]:
+    """Yield K(X_new[i:i+rows], X_train) block by block; only one block is alive at a time."""
+    for start in range(0, X_new.shape[0], rows):
+        yield kernel(X_new[start:start + rows], X_train)
+
+
+def kernel_expansion(kernel: Callable, X_new, X_train, coef: np.ndarray, intercept,
+                     block_size: int | None = None) -> np.ndarray:
+    """``K(X_new, X_train) @ coef + intercept`` computed in row blocks (docs/design.md §7)."""
+    rows = block_rows(X_train.shape[0]) if block_size is None else int(block_size)
+    out = [Kb @ coef for Kb in cross_kernel_blocks(kernel, X_new, X_train, rows)]
+    return np.concatenate(out, axis=0) + intercept
+
+
+def knn_affinity_from_kernel(K: np.ndarray, n_neighbors: int, weights: str) -> sp.csr_matrix:
+    """kNN graph of the points a Gram matrix describes, with kernel-induced distances
+    ``d_ij² = K_ii + K_jj − 2K_ij`` (for ``kernel="precomputed"`` without an affinity)."""
+    d = np.diag(K)
+    D2 = np.maximum(d[:, None] + d[None, :] - 2.0 * K, 0.0)
+    np.fill_diagonal(D2, 0.0)
+    nn = NearestNeighbors(n_neighbors=n_neighbors, metric="precomputed").fit(np.sqrt(D2))
+    dist, ind = nn.kneighbors(None, return_distance=True)
+    n = K.shape[0]
+    if weights == "heat":
+        s = float(dist.mean()) or 1.0
+        vals = np.exp(-(dist.ravel() ** 2) / (2.0 * s * s))
+    else:
+        vals = np.ones(dist.size)
+    A = sp.csr_matrix((vals, (np.repeat(np.arange(n), n_neighbors), ind.ravel())), shape=(n, n))
+    W = A.maximum(A.T).tocsr()
+    W.setdiag(0.0)
+    W.eliminate_zeros()
+    return W
+
+
+def graph_laplacian(X, K, *, affinity=None, laplacian_matrix=None, precomputed: bool,
+                    n_neighbors: int, weights: str, normalized: bool, power: int):
+    """The Laplacian ``L^p`` of the estimator's graph and the adjacency it came from.
+
+    Priority: a precomputed Laplacian (returned as given, adjacency ``None``), a precomputed
+    affinity ``W``, then a kNN graph of X (of the kernel distances when X is a Gram matrix).
+    ``n_neighbors`` is clipped to n − 1 so tiny fits still have a graph.
+    """
+    if laplacian_matrix is not None:
+        Lm = laplacian_matrix if sp.issparse(laplacian_matrix) else np.asarray(
+            laplacian_matrix, dtype=np.float64)
+        return sp.csr_matrix(Lm, dtype=np.float64), None
+    if weights not in GRAPH_WEIGHTS:
+        raise ValueError(f"graph_weights must be one of {GRAPH_WEIGHTS}, got {weights!r}.")
+    if affinity is not None:
+        W = sp.csr_matrix(affinity, dtype=np.float64)
+    else:
+        n = X.shape[0]
+        k = min(int(n_neighbors), n - 1)
+        if k < 1:
+            raise ValueError("A graph needs at least 2 samples; pass more rows in X.")
+        W = (knn_affinity_from_kernel(K, k, weights) if precomputed
+             else knn_graph(X, n_neighbors=k, weights=weights))
+    return laplacian(W, normalized=normalized, power=power), W

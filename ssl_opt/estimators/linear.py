@@ -1,0 +1,350 @@
+r"""Linear (semi-)supervised SVM classifiers on dense or sparse X [001], docs/design.md §4.2.
+
+The estimators wrap the problems of :mod:`ssl_opt.problems.linear.problem`; the bias is the
+last weight of ``w`` and multiplies a constant feature appended to every row (it is
+regularized, as in SVMlin: :class:`~ssl_opt.problems.linear.design.LinearDesign`), and
+``l2(z) = max(0, 1 − z)²``:
+
+* :class:`LinearL2SVC` — the L2-SVM on the labeled rows only [001 eq. 2],
+  ``min_w λ/2‖w‖² + ½ Σ_{i≤l} l2(y_i w̃ᵀx̃_i)`` (:class:`~ssl_opt.problems.LinearSVM`,
+  solver ``mfn``): the supervised baseline that accepts semi-supervised ``y``;
+* :class:`TransductiveSVC` — TSVM [001 §3.1] (``method="tsvm"``)
+  ``min_{w, ŷ} λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i o_i) + λ'/(2u) Σ_{j>l} l2(ŷ_j o_j)`` over
+  labelings ``ŷ`` with ``round(r·u)`` positives, or the deterministic-annealing S3VM
+  [001 §3.2, eq. 6–7] (``method="da"``) that relaxes ``ŷ`` to probabilities ``p`` with
+  ``mean(p) = r`` (:class:`~ssl_opt.problems.TSVM`, :class:`~ssl_opt.problems.DAS3VM`;
+  solvers ``tsvm``, ``da``).
+
+Targets follow scikit-learn's semi-supervised convention: ``y == -1`` marks an unlabeled row,
+labels take any values in any order. Two classes give one problem with ``classes_[1] → +1``;
+more give one problem per class (one-vs-rest, ``problem_`` and ``solution_`` are lists in
+``classes_`` order). The problems want the labeled rows first: the rows are reordered with
+:attr:`LabelLayout.order` (no copy when they already are) and every per-sample output is
+mapped back to the caller's order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.extmath import safe_sparse_dot
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ssl_opt import registry
+from ssl_opt._validation import check_bool, check_choice, check_nonnegative, check_positive
+from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
+from ssl_opt.estimators._diagnostics import warn_if_unbalanced
+from ssl_opt.estimators._labels import LabelLayout
+from ssl_opt.problems.linear.design import LinearDesign
+from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
+from ssl_opt.selection.select import select
+from ssl_opt.solution import Solution
+
+__all__ = ["EXPECTED_FAILED_CHECKS", "LinearL2SVC", "TransductiveSVC"]
+
+_MINUS_ONE_IS_UNLABELED = (
+    "Its last case trains on the labels [-1, 1], but -1 marks an unlabeled sample in "
+    "scikit-learn's semi-supervised convention, leaving one class; scikit-learn exempts its own "
+    "semi-supervised classifiers from those labels by name (_choose_check_classifiers_labels), "
+    "and the string and object labels of its other cases are tested in "
+    "tests/estimators/test_linear.py.")
+
+#: scikit-learn checks these estimators are expected to fail, with the reason. With no ``-1``
+#: in ``y`` LinearL2SVC is an ordinary linear classifier and TransductiveSVC falls back to the
+#: L2-SVM, so every other check is meaningful and passes.
+EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
+    "LinearL2SVC": {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED},
+    "TransductiveSVC": {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED},
+}
+
+METHODS = ("tsvm", "da")
+
+
+def _take_rows(X, index: np.ndarray):
+    """``X[index]`` for dense or CSR ``X``; ``X`` itself when ``index`` is ``0..n-1``."""
+    if index.size == X.shape[0] and np.array_equal(index, np.arange(index.size)):
+        return X
+    return X[index]
+
+
+def _targets(layout: LabelLayout) -> np.ndarray:
+    """(l, k) ±1 targets: one column (``classes_[1]`` → +1) for two classes, else one per class."""
+    if layout.n_classes == 2:
+        return layout.binary_targets()[:, None]
+    return layout.one_vs_rest_targets()
+
+
+class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
+    """Fit loop, fitted attributes and tags shared by the linear estimators.
+
+    Fitted attributes: ``classes_``, ``coef_`` (k, d) and ``intercept_`` (k,) with ``k = 1``
+    for two classes, ``transduction_`` (predicted labels of the training rows, in their order),
+    ``problem_``, ``solution_``, ``n_features_in_``. ``decision_function(X) = X coef_ᵀ +
+    intercept_`` ((n,) for two classes, (n, k) otherwise); ``predict`` takes its sign / argmax.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- subclasses -----------------------------------------------------------------------
+    def _check_params(self) -> None:
+        check_positive(self.lam, "lam")
+        check_bool(self.fit_intercept, "fit_intercept")
+        check_bool(self.warm_start, "warm_start")
+        self._check_solver_param()
+
+    def _problems(self, X, layout: LabelLayout, targets: np.ndarray) -> list:
+        raise NotImplementedError
+
+    def _solve_one(self, problem, previous: Solution | None) -> Solution:
+        return solve_with(problem, self.solver, self.solver_options, previous)
+
+    def _unlabeled_outputs(self, problems: list, solutions: list) -> list:
+        """(outputs on the unlabeled rows, class ratio r) of each transductive problem, for
+        :func:`~ssl_opt.estimators._diagnostics.warn_if_unbalanced`."""
+        return []
+
+    # -- scikit-learn API -------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit on ``X`` (n, d), dense or sparse, and ``y`` (n,) with ``-1`` for unlabeled rows.
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
+                             "is None; pass one label per row of X (-1 for unlabeled).")
+        X, layout = self._validate_X_y(X, y, accept_sparse="csr")
+        targets = _targets(layout)
+        previous = self._previous_solutions()
+        if previous is not None and len(previous) != targets.shape[1]:
+            previous = None
+        problems = self._problems(X, layout, targets)
+        solutions = [self._solve_one(p, None if previous is None else previous[k])
+                     for k, p in enumerate(problems)]
+        d = X.shape[1]
+        W = np.stack([np.asarray(s.x["w"], dtype=np.float64) for s in solutions])
+        self.coef_ = np.ascontiguousarray(W[:, :d])
+        self.intercept_ = W[:, d].copy() if self.fit_intercept else np.zeros(W.shape[0])
+        if len(problems) == 1:
+            self.problem_, self.solution_ = problems[0], solutions[0]
+        else:
+            self.problem_, self.solution_ = problems, solutions
+        self.transduction_ = self._labels_of(self._scores(X))
+        for outputs_u, ratio in self._unlabeled_outputs(problems, solutions):
+            warn_if_unbalanced(outputs_u, ratio)
+        return self
+
+    def _scores(self, X) -> np.ndarray:
+        """``X coef_ᵀ + intercept_`` (n, k) on validated X (sparse X stays sparse)."""
+        return safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
+
+    def _labels_of(self, scores: np.ndarray) -> np.ndarray:
+        codes = (scores[:, 0] > 0).astype(np.intp) if scores.shape[1] == 1 else scores.argmax(1)
+        return self.classes_[codes]
+
+    def decision_function(self, X) -> np.ndarray:
+        """Decision values ``X coef_ᵀ + intercept_``: shape (n,) for two classes (positive
+        means ``classes_[1]``), (n, k) one-vs-rest scores otherwise."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        scores = self._scores(X)
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels: ``classes_[1]`` where the binary score is > 0, else the argmax of the
+        one-vs-rest scores."""
+        check_is_fitted(self, "coef_")
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return self._labels_of(self._scores(X))
+
+
+class LinearL2SVC(_LinearS3VMBase):
+    r"""Linear L2-SVM trained on the labeled rows [001 eq. 2]: a supervised baseline that
+    accepts semi-supervised ``y`` (rows with ``y == -1`` are ignored).
+
+    ``min_w λ/2‖w‖² + ½ Σ_{i≤l} max(0, 1 − y_i w̃ᵀx̃_i)²`` with ``x̃ = [x, 1]`` when
+    ``fit_intercept`` (the bias is regularized, as in SVMlin), solved by L2-SVM-MFN (modified
+    finite Newton with CGLS, O(nnz) per step; X is never densified).
+
+    Parameters
+    ----------
+    lam : float > 0
+        λ, the weight of ``½‖w‖²`` (bias included).
+    fit_intercept : bool
+        Append the constant feature whose weight is ``intercept_``.
+    solver : str
+        ``"auto"``, ``"fast"`` (``mfn``), ``"reference"`` (CVXPY) or a registered solver name.
+    solver_options : dict or None
+        Options of the solver (e.g. ``{"tol": 1e-9}`` for ``mfn``).
+    warm_start : bool
+        Seed MFN from the previous fit's ``w`` (e.g. along a ``GridSearchCV`` grid of ``lam``).
+
+    Attributes
+    ----------
+    classes_, coef_ (k, d), intercept_ (k,), transduction_, n_features_in_
+    problem_, solution_ : the :class:`~ssl_opt.problems.LinearSVM` (one per class for more
+        than two classes, sharing one design matrix) and its solution.
+    """
+
+    def __init__(self, lam: float = 1e-3, fit_intercept: bool = True, solver: str = "auto",
+                 solver_options: dict | None = None, warm_start: bool = False):
+        self.lam = lam
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.solver_options = solver_options
+        self.warm_start = warm_start
+
+    def _problems(self, X, layout: LabelLayout, targets: np.ndarray) -> list:
+        design = LinearDesign(_take_rows(X, layout.order[: layout.n_labeled]),
+                              self.fit_intercept)
+        return [LinearSVM(design, targets[:, k], self.lam, bias=self.fit_intercept)
+                for k in range(targets.shape[1])]
+
+
+class TransductiveSVC(_LinearS3VMBase):
+    r"""Transductive linear SVM: TSVM with multiple switching [001 §3.1] or the
+    deterministic-annealing S3VM [001 §3.2], on dense or sparse X.
+
+    TSVM: ``min_{w, ŷ} λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i w̃ᵀx̃_i) + λ'/(2u) Σ_{j>l} l2(ŷ_j
+    w̃ᵀx̃_j)`` over ``ŷ ∈ {±1}ᵘ`` with ``round(r·u)`` positives; DA replaces ``ŷ`` by
+    probabilities ``p`` (``mean(p) = r``) and anneals an entropy term at temperature ``T → 0``
+    (eq. 6–7). Both are non-convex: the solution is block-optimal (``certificate()`` checks
+    the convex problem at the final labels / ``p`` against its reference optimum).
+
+    Parameters
+    ----------
+    method : "tsvm" or "da"
+    lam : float > 0
+        λ (bias included).
+    lam_u : float >= 0
+        λ', the weight of the unlabeled rows (0: the L2-SVM on the labeled rows).
+    ratio : float in (0, 1) or None
+        r, the fraction of unlabeled rows put in the positive class (for more than two
+        classes: in class k, per one-vs-rest problem). ``None`` takes the labeled fraction of
+        ``classes_[1]`` (of class k), clipped into ``[1/u, 1 − 1/u]`` so that both sides keep at
+        least one unlabeled row.
+    fit_intercept : bool
+    solver : str
+        ``"auto"``, ``"fast"``, ``"reference"`` (exhaustive enumeration, u ≤ 12) or a registered
+        solver name (``"tsvm"`` / ``"da"``).
+    solver_options : dict or None
+        Options of the solver (e.g. ``{"S": 1}`` for classic single-switch TSVM).
+    warm_start : bool
+        TSVM: start at the target λ' from the previous fit's ``w`` (labels re-balanced from its
+        outputs), skipping the labeled start and the λ' annealing. DA has no warm start.
+
+    Notes
+    -----
+    With no unlabeled row (every ``y != -1``, as in scikit-learn's estimator checks) there is
+    nothing to transduce: the estimator solves the ``u = 0`` limit, the L2-SVM
+    ``λ/2‖w‖² + 1/(2l) Σ l2(y_i o_i)`` (a :class:`~ssl_opt.problems.LinearSVM` with costs
+    ``1/l``), by the L2-SVM solver of the same backend (``mfn`` for ``"auto"``, ``"fast"`` or a
+    named TSVM/DA solver), passing on only the ``solver_options`` it accepts. After a fit with
+    unlabeled rows a :class:`~ssl_opt.estimators._diagnostics.DegenerateProblemWarning` is
+    issued when the unlabeled predictions put every row in one class or stray far from ``r``.
+
+    Attributes
+    ----------
+    classes_, coef_ (k, d), intercept_ (k,), transduction_, n_features_in_
+    ratio_ : ndarray (k,), the r of each problem (nan where it fell back to the L2-SVM)
+    problem_, solution_ : the TSVM / DAS3VM (or LinearSVM) and its solution, lists for more
+        than two classes.
+    """
+
+    def __init__(self, method: str = "tsvm", lam: float = 1e-3, lam_u: float = 1.0,
+                 ratio: float | None = None, fit_intercept: bool = True, solver: str = "auto",
+                 solver_options: dict | None = None, warm_start: bool = False):
+        self.method = method
+        self.lam = lam
+        self.lam_u = lam_u
+        self.ratio = ratio
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.solver_options = solver_options
+        self.warm_start = warm_start
+
+    def _check_params(self) -> None:
+        super()._check_params()
+        check_choice(self.method, "method", METHODS)
+        check_nonnegative(self.lam_u, "lam_u")
+        r = self.ratio
+        if r is not None and (isinstance(r, bool) or not isinstance(r, numbers.Real)
+                              or not 0.0 < float(r) < 1.0):
+            raise ValueError(f"ratio (fraction of unlabeled rows in the positive class) must be "
+                             f"a float in (0, 1) or None to take it from the labels, got {r!r}.")
+
+    def _ratio(self, y: np.ndarray, u: int) -> float:
+        if self.ratio is not None:
+            return float(self.ratio)
+        r = float(np.mean(y > 0))
+        if u >= 2:
+            return float(np.clip(r, 1.0 / u, 1.0 - 1.0 / u))
+        return 0.5
+
+    def _problems(self, X, layout: LabelLayout, targets: np.ndarray) -> list:
+        l, u = layout.n_labeled, layout.n - layout.n_labeled
+        k = targets.shape[1]
+        if u == 0:
+            design = LinearDesign(X, self.fit_intercept)
+            cost = np.full(l, 1.0 / l)
+            self.ratio_ = np.full(k, np.nan)
+            return [LinearSVM(design, targets[:, j], self.lam, cost, bias=self.fit_intercept)
+                    for j in range(k)]
+        design = LinearDesign(_take_rows(X, layout.order), self.fit_intercept)  # shared
+        cls = TSVM if self.method == "tsvm" else DAS3VM
+        self.ratio_ = np.array([self._ratio(targets[:, j], u) for j in range(k)])
+        return [cls(design, targets[:, j], self.lam, self.lam_u, r=self.ratio_[j],
+                    bias=self.fit_intercept) for j in range(k)]
+
+    def _solve_one(self, problem, previous: Solution | None) -> Solution:
+        solver, options = self.solver, dict(self.solver_options or {})
+        if isinstance(problem, LinearSVM):
+            solver, options = _l2svm_fallback(problem, solver, options)
+        if isinstance(problem, TSVM) and previous is not None:
+            previous = _balanced_warm_start(problem, previous)
+        return solve_with(problem, solver, options, previous)
+
+    def _unlabeled_outputs(self, problems: list, solutions: list) -> list:
+        return [(p.prediction(s)[p.l:], p.r) for p, s in zip(problems, solutions, strict=True)
+                if isinstance(p, (TSVM, DAS3VM))]
+
+
+def _l2svm_fallback(problem: LinearSVM, solver: str, options: dict) -> tuple[str, dict]:
+    """The solver for the all-labeled L2-SVM: ``solver`` itself when it handles it, else the
+    solver :func:`~ssl_opt.select` picks on ``solver``'s backend, with only the options it
+    shares with ``solver`` (``mfn_max_iter`` becomes ``mfn``'s ``max_iter``)."""
+    if solver in BACKEND_CHOICES:
+        backend = solver
+    else:
+        chosen = registry.get_solver(solver)  # an unknown name raises SolverNotFoundError here
+        if isinstance(problem, chosen.problem_types):
+            return solver, options
+        backend = chosen.backend
+    name = select(problem, backend).solver
+    accepted = registry.get_solver(name).options
+    if "mfn_max_iter" in options and "max_iter" in accepted:
+        options.setdefault("max_iter", options["mfn_max_iter"])
+    return name, {key: value for key, value in options.items() if key in accepted}
+
+
+def _balanced_warm_start(problem: TSVM, previous: Solution) -> Solution | None:
+    """The previous fit's ``w`` with labels that satisfy this problem's balance: its own
+    ``y_u`` when it still has ``round(r·u)`` positives, else :meth:`TSVM.balanced_labels` of
+    the outputs (the tsvm solver keeps the count of positives fixed)."""
+    x = getattr(previous, "x", {})
+    w = np.asarray(x.get("w", ()), dtype=np.float64)
+    if w.shape != (problem.design.dim,) or not np.all(np.isfinite(w)):
+        return None
+    y_u = np.asarray(x.get("y_u", ()), dtype=np.float64)
+    if y_u.shape != (problem.u,) or int((y_u > 0).sum()) != problem.n_pos \
+            or not np.all(np.isin(y_u, (-1.0, 1.0))):
+        y_u = problem.balanced_labels(problem.outputs(w)[problem.l:])
+    return dataclasses.replace(previous, x={"w": w, "y_u": y_u})

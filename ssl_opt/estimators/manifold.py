@@ -1,0 +1,363 @@
+"""Laplacian SVM and Laplacian RLS classifiers on raw data [000] (docs/design.md §4.1, §7).
+
+``fit(X, y)`` builds the kernel ``K`` and the graph Laplacian ``L^p`` of the training points,
+puts the labeled points first, and solves
+
+    J(α, b) = ½ ( Σ_{i≤l} φ(y_i f_i) + γ_A αᵀKα + γ_I fᵀLf ),   f = Kα + b,
+
+with φ the squared hinge (``LapSVC``, primal LapSVM [000 eq. 7]; any margin loss through
+``loss``) or the square (``LapRLSC``, [000 §5]). The decision function on new points is
+``K(X_new, X_train) α + b``, computed in row blocks so one block of the cross kernel is alive at
+a time. More than two classes are one-vs-rest: K, L and the problem data are built once and
+shared by every class; LapRLS solves the c problems with one factorization and c right-hand
+sides.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ssl_opt.api import select
+from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
+from ssl_opt.estimators._diagnostics import warn_if_degenerate_kernel, warn_if_disconnected
+from ssl_opt.estimators._kernels import (
+    check_kernel_choice,
+    graph_laplacian,
+    kernel_expansion,
+    kernel_function,
+)
+from ssl_opt.estimators._labels import LabelLayout
+from ssl_opt.plugins.manifold.early_stopping import RULES
+from ssl_opt.plugins.manifold.laprls_direct import solve_columns
+from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
+
+#: The check of scikit-learn's suite that cannot hold for these estimators, with the reason.
+EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
+    name: {"check_classifiers_classes": (
+        "its last case labels the classes -1 and 1, but -1 marks an unlabeled sample in "
+        "scikit-learn's semi-supervised convention (the check exempts LabelSpreading by name "
+        "for this reason), so only one class is labeled and fit refuses it")}
+    for name in ("LapSVC", "LapRLSC")}
+
+
+def _permuted(M, order: np.ndarray):
+    """``M[order][:, order]`` for a dense or sparse square matrix."""
+    if sp.issparse(M):
+        M = sp.csr_matrix(M)
+        return M[order][:, order]
+    M = np.asarray(M, dtype=np.float64)
+    return M[np.ix_(order, order)]
+
+
+class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
+    """Shared by :class:`LapSVC` and :class:`LapRLSC` (parameters documented there)."""
+
+    def __init__(self, gamma_A: float = 1e-2, gamma_I: float = 1e-2, *, kernel="rbf",
+                 sigma=None, degree: int = 3, coef0: float = 1.0, poly_scale=None,
+                 n_neighbors: int = 10, graph_weights: str = "binary",
+                 normalized_laplacian: bool = True, laplacian_power: int = 1,
+                 fit_intercept: bool = True, solver: str = "auto", solver_options=None,
+                 early_stopping=None, warm_start: bool = False, block_size=None):
+        self.gamma_A = gamma_A
+        self.gamma_I = gamma_I
+        self.kernel = kernel
+        self.sigma = sigma
+        self.degree = degree
+        self.coef0 = coef0
+        self.poly_scale = poly_scale
+        self.n_neighbors = n_neighbors
+        self.graph_weights = graph_weights
+        self.normalized_laplacian = normalized_laplacian
+        self.laplacian_power = laplacian_power
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.solver_options = solver_options
+        self.early_stopping = early_stopping
+        self.warm_start = warm_start
+        self.block_size = block_size
+
+    def _loss(self):
+        raise NotImplementedError
+
+    def _problem(self, K, L, y_pm):
+        return LapSVM(K, L, y_pm, self.gamma_A, self.gamma_I, loss=self._loss(),
+                      bias=self.fit_intercept)
+
+    # ------------------------------------------------------------------ validation
+    def _check_params(self) -> None:
+        self._check_solver_param()
+        check_kernel_choice(self.kernel)
+        for name in ("gamma_A", "gamma_I"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or \
+                    not np.isfinite(v):
+                raise ValueError(f"{name} must be a positive finite number, got {v!r}.")
+        if isinstance(self.n_neighbors, bool) or not isinstance(self.n_neighbors, int) \
+                or self.n_neighbors < 1:
+            raise ValueError(f"n_neighbors must be a positive integer, got {self.n_neighbors!r}.")
+        if isinstance(self.laplacian_power, bool) or not isinstance(self.laplacian_power, int) \
+                or self.laplacian_power < 1:
+            raise ValueError(f"laplacian_power must be a positive integer, got "
+                             f"{self.laplacian_power!r}.")
+        if self.early_stopping not in RULES:
+            raise ValueError(f"early_stopping must be one of {RULES}, got "
+                             f"{self.early_stopping!r}.")
+        if self.early_stopping is not None and self.solver not in ("auto", "fast", "pcg"):
+            raise ValueError(f"early_stopping is a rule of the 'pcg' solver; it cannot be used "
+                             f"with solver={self.solver!r}. Use solver='auto' or 'pcg'.")
+        if self.block_size is not None and (isinstance(self.block_size, bool) or not
+                                            isinstance(self.block_size, int) or
+                                            self.block_size < 1):
+            raise ValueError(f"block_size must be a positive integer or None, got "
+                             f"{self.block_size!r}.")
+
+    def _precomputed(self) -> bool:
+        return isinstance(self.kernel, str) and self.kernel == "precomputed"
+
+    # ------------------------------------------------------------------ fit
+    def fit(self, X, y, *, affinity=None, laplacian=None, X_val=None, y_val=None):
+        """Fit on ``X`` (n, d) — or the (n, n) Gram matrix with ``kernel="precomputed"`` — and
+        ``y`` (n,), ``-1`` marking unlabeled samples.
+
+        ``affinity`` (n, n) replaces the kNN graph by a given symmetric non-negative W;
+        ``laplacian`` (n, n) replaces the graph Laplacian altogether (used as given, with no
+        normalization or power). ``X_val``, ``y_val``: labeled validation points for
+        ``early_stopping="validation"`` or ``"mixed"`` (PCG [000 Alg. 3]).
+        """
+        self._check_params()
+        X, layout = self._validate_X_y(X, y, accept_sparse=["csr", "csc"])
+        n = X.shape[0]
+        if self._precomputed() and X.shape[1] != n:
+            raise ValueError(f"kernel='precomputed' needs the square (n, n) Gram matrix as X, "
+                             f"got shape {X.shape}.")
+        order = layout.order
+        Xo = X[order][:, order] if self._precomputed() else X[order]
+        kern, self.kernel_params_ = kernel_function(
+            self.kernel, Xo, self.sigma, self.degree, self.coef0, self.poly_scale)
+        K = kern(Xo, Xo)
+        if K.shape != (n, n):
+            raise ValueError(f"the kernel returned shape {K.shape} on {n} points; a callable "
+                             "kernel must return the (len(A), len(B)) Gram matrix.")
+        K = 0.5 * (K + K.T)
+        warn_if_degenerate_kernel(K)
+        L, W = graph_laplacian(
+            Xo, K,
+            affinity=None if affinity is None else _permuted(affinity, order),
+            laplacian_matrix=None if laplacian is None else _permuted(laplacian, order),
+            precomputed=self._precomputed(), n_neighbors=self.n_neighbors,
+            weights=self.graph_weights, normalized=self.normalized_laplacian,
+            power=self.laplacian_power)
+        if W is not None:
+            warn_if_disconnected(W, layout.n_labeled)
+        self._kernel = kern
+        self.X_fit_ = X
+        targets = self._targets(layout)
+        first = self._problem(K, L, targets[:, 0])
+        problems = [first] + [first.with_labels(t) for t in targets.T[1:]]
+        options = self._solver_options(layout, X_val, y_val)
+        solutions = self._solve_all(problems, options)
+        self._store(layout, problems, solutions)
+        return self
+
+    @staticmethod
+    def _targets(layout: LabelLayout) -> np.ndarray:
+        if layout.n_classes == 2:
+            return layout.binary_targets()[:, None]
+        return layout.one_vs_rest_targets()
+
+    def _solver_options(self, layout: LabelLayout, X_val, y_val) -> list[dict]:
+        """Options per class: the user's ``solver_options``, early stopping and, for the
+        validation rules, the validation kernel with that class's ±1 labels."""
+        base = dict(self.solver_options or {})
+        n_problems = 1 if layout.n_classes == 2 else layout.n_classes
+        if self.early_stopping is None:
+            return [base] * n_problems
+        base["early_stopping"] = self.early_stopping
+        if self.early_stopping == "stability":
+            return [base] * n_problems
+        if X_val is None or y_val is None:
+            raise ValueError(f"early_stopping={self.early_stopping!r} needs labeled validation "
+                             "points: pass X_val and y_val to fit.")
+        X_val = validate_data(self, X_val, accept_sparse=["csr", "csc"], dtype=np.float64,
+                              reset=False)
+        y_val = np.asarray(y_val)
+        if y_val.shape != (X_val.shape[0],) or not np.isin(y_val, layout.classes).all():
+            raise ValueError("y_val must hold one label of classes_ per row of X_val.")
+        Xo = self.X_fit_[layout.order]
+        if self._precomputed():
+            K_val = np.asarray(X_val, dtype=np.float64)[:, layout.order]
+        else:
+            K_val = self._kernel(X_val, Xo)
+        columns = [layout.classes[1]] if n_problems == 1 else list(layout.classes)
+        return [{**base, "validation": (K_val, np.where(y_val == c, 1.0, -1.0))}
+                for c in columns]
+
+    def _solve_all(self, problems: list, options: list[dict]) -> list:
+        """One solution per problem. One-vs-rest shares what does not depend on the labels:
+        LapRLS solves every class with one factorization when that is predicted cheaper than
+        the per-class pick; Newton on LapSVM starts every class from its LapRLS solution, one
+        shared factorization for all classes (it equals Newton's first step from 0 for the
+        squared hinge, whose curvature at 0 is the square loss's)."""
+        previous = self._previous_solutions()
+        if previous is not None and len(previous) != len(problems):
+            previous = None
+        solver = "pcg" if self.early_stopping is not None and self.solver in (
+            "auto", "fast") else self.solver
+        if len(problems) > 1 and previous is None and not options[0]:
+            name, shared = self._shared_plan(problems, solver)
+            if shared and isinstance(problems[0], LapRLS):
+                return solve_columns(problems)
+            if shared:
+                previous = solve_columns([p.with_labels(p.y, loss="square") for p in problems])
+                solver = name
+        return [solve_with(p, solver, o, None if previous is None else previous[k])
+                for k, (p, o) in enumerate(zip(problems, options, strict=True))]
+
+    def _shared_plan(self, problems: list, solver: str) -> tuple[str, bool]:
+        """The solver each class would get, and whether the shared factorization is used."""
+        if solver == "laprls-direct":
+            return solver, isinstance(problems[0], LapRLS)
+        if solver not in BACKEND_CHOICES:
+            return solver, solver == "newton" and "quadratic" not in problems[0].loss.capabilities
+        if solver == "reference":
+            return solver, False
+        selection = select(problems[0], solver)
+        if isinstance(problems[0], LapRLS):
+            times = selection.predicted_time
+            direct = times.get("laprls-direct", np.inf)
+            return "laprls-direct", direct <= len(problems) * times[selection.solver]
+        return selection.solver, selection.solver == "newton"
+
+    def _store(self, layout: LabelLayout, problems: list, solutions: list) -> None:
+        inv = layout.inverse
+        alphas = np.column_stack([s.x["alpha"] for s in solutions])
+        bs = np.array([float(s.x["b"]) for s in solutions])
+        F = np.column_stack([p.decision_values(s.x["alpha"], float(s.x["b"]))
+                             for p, s in zip(problems, solutions, strict=True)])
+        binary = layout.n_classes == 2
+        self.dual_coef_ = alphas[inv, 0] if binary else alphas[inv]
+        self.intercept_ = bs[0] if binary else bs
+        self.decision_values_ = F[inv, 0] if binary else F[inv]
+        self.transduction_ = self._labels_from(self.decision_values_)
+        self.problem_ = problems[0] if binary else problems
+        self.solution_ = solutions[0] if binary else solutions
+        self.n_labeled_ = layout.n_labeled
+
+    # ------------------------------------------------------------------ predict
+    def decision_function(self, X) -> np.ndarray:
+        """``K(X, X_train) α + b``: (m,) for two classes (positive means ``classes_[1]``),
+        (m, c) one-vs-rest scores otherwise. Computed in row blocks of at most
+        ``block_size`` rows (default: 16 MiB of kernel per block)."""
+        check_is_fitted(self, "dual_coef_")
+        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        if self._precomputed() and X.shape[1] != self.X_fit_.shape[0]:
+            raise ValueError(f"kernel='precomputed': X must be the (m, {self.X_fit_.shape[0]}) "
+                             f"kernel between new and training points, got {X.shape}.")
+        return kernel_expansion(self._kernel, X, self.X_fit_, self.dual_coef_, self.intercept_,
+                                self.block_size)
+
+    def _labels_from(self, scores: np.ndarray) -> np.ndarray:
+        if scores.ndim == 1:
+            return self.classes_[(scores > 0).astype(np.intp)]
+        return self.classes_[np.argmax(scores, axis=1)]
+
+    def predict(self, X) -> np.ndarray:
+        """Class labels: the sign of the decision function (two classes) or its argmax."""
+        return self._labels_from(self.decision_function(X))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.pairwise = self._precomputed()
+        return tags
+
+
+_COMMON_DOC = """
+    Parameters
+    ----------
+    gamma_A, gamma_I : float > 0
+        Ambient (RKHS) and intrinsic (graph) weights of [000 eq. 7] (with its ½ scaling).
+    kernel : {"rbf", "poly", "linear", "precomputed"} or callable k(A, B)
+        ``"rbf"`` is ``exp(−‖x − x'‖²/(2σ²))``; ``"precomputed"`` takes the Gram matrix as X
+        at fit and the (m, n_train) cross kernel at predict.
+    sigma : float > 0 or None
+        RBF width; ``None`` takes the median distance between training points.
+    degree, coef0, poly_scale : polynomial kernel ``(poly_scale·xᵀx' + coef0)^degree``
+        (``poly_scale=None``: 1/n_features).
+    n_neighbors : int
+        kNN graph size (clipped to n − 1); ignored when an affinity or Laplacian is given to
+        ``fit``.
+    graph_weights : {"binary", "heat"}
+        kNN edge weights (heat: ``exp(−d²/(2t²))`` with t the mean kNN distance).
+    normalized_laplacian : bool
+        ``I − D^{-1/2} W D^{-1/2}`` instead of ``D − W``.
+    laplacian_power : int ≥ 1
+        The power p of ``L^p`` [000 §6].
+    fit_intercept : bool
+        Include the unregularized bias b.
+    solver : str
+        ``"auto"`` (picked per size by :func:`ssl_opt.select`), ``"fast"``, ``"reference"``
+        or a solver name (``"newton"``, ``"pcg"``, ``"laprls-direct"``, ``"cvxpy"``, ...).
+    solver_options : dict or None
+        Options passed to the solver (``tol``, ``max_iter``, ...).
+    early_stopping : None, "stability", "validation" or "mixed"
+        PCG's early-stopping rules [000 Alg. 2–3]; the validation rules need ``X_val``,
+        ``y_val`` at fit.
+    warm_start : bool
+        Start from the previous fit's solution when the sizes match (e.g. along a grid of
+        γs set with ``set_params``).
+    block_size : int or None
+        Rows of K(X_new, X_train) formed at a time by ``decision_function``.
+
+    Attributes
+    ----------
+    classes_, n_features_in_
+    dual_coef_ : (n,) or (n, c) — α in the order of the training samples
+    intercept_ : float or (c,)
+    transduction_ : labels predicted for the training samples
+    decision_values_ : f on the training samples
+    problem_, solution_ : the underlying problem(s) and solution(s), one per class for
+        one-vs-rest; ``certificate()`` certifies them.
+    kernel_params_ : the resolved kernel parameters (e.g. the default σ)
+"""
+
+
+class LapSVC(_ManifoldClassifier):
+    """Laplacian SVM classifier trained in the primal [000 eq. 7]: squared-hinge loss by
+    default (``loss`` takes any margin loss of :mod:`ssl_opt.components.losses`: "hinge" for
+    the original LapSVM, "huber", "logistic", ...).
+    """ + _COMMON_DOC
+
+    def __init__(self, gamma_A: float = 1e-2, gamma_I: float = 1e-2, *, loss="squared_hinge",
+                 kernel="rbf", sigma=None, degree: int = 3, coef0: float = 1.0,
+                 poly_scale=None, n_neighbors: int = 10, graph_weights: str = "binary",
+                 normalized_laplacian: bool = True, laplacian_power: int = 1,
+                 fit_intercept: bool = True, solver: str = "auto", solver_options=None,
+                 early_stopping=None, warm_start: bool = False, block_size=None):
+        super().__init__(gamma_A, gamma_I, kernel=kernel, sigma=sigma, degree=degree,
+                         coef0=coef0, poly_scale=poly_scale, n_neighbors=n_neighbors,
+                         graph_weights=graph_weights,
+                         normalized_laplacian=normalized_laplacian,
+                         laplacian_power=laplacian_power, fit_intercept=fit_intercept,
+                         solver=solver, solver_options=solver_options,
+                         early_stopping=early_stopping, warm_start=warm_start,
+                         block_size=block_size)
+        self.loss = loss
+
+    def _loss(self):
+        return self.loss
+
+
+class LapRLSC(_ManifoldClassifier):
+    """Laplacian regularized least-squares classifier [000 §5]: the square loss
+    ``(y − f)²``; one direct solve (all classes at once) or PCG.
+    """ + _COMMON_DOC
+
+    def _loss(self):
+        return "square"
+
+    def _problem(self, K, L, y_pm):
+        return LapRLS(K, L, y_pm, self.gamma_A, self.gamma_I, bias=self.fit_intercept)
