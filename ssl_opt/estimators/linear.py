@@ -185,7 +185,8 @@ class LinearL2SVC(_LinearS3VMBase):
     solver_options : dict or None
         Options of the solver (e.g. ``{"tol": 1e-9}`` for ``mfn``).
     warm_start : bool
-        Seed MFN from the previous fit's ``w`` (e.g. along a ``GridSearchCV`` grid of ``lam``).
+        Seed MFN from the previous fit's ``w`` when the same estimator is refit (e.g. along a
+        grid of ``lam`` walked with ``set_params``; ``GridSearchCV`` clones, so starts cold).
 
     Attributes
     ----------
