@@ -1,9 +1,12 @@
 """Early stopping rules for PCG on LapSVM [000 §4.1, Algorithms 2–3].
 
-Every θ = ⌈√n / 2⌉ iterations:
+Every θ = round(√n / 2) iterations (as the authors' code rounds it):
 
-* stability (Alg. 2): the fraction of unlabeled points whose predicted sign changed since the
-  previous check, τ = 100·‖d − d_old‖₁ / u  (d = sign f on U), is below η = 1.5 %;
+* stability (Alg. 2): the percentage of unlabeled points whose predicted sign changed since the
+  previous check, τ = 100·#{j : d_j ≠ d_old,j} / u  (d = sign f on U), is below η = 1.5 %.
+  This is what the authors' code computes. Algorithm 2 as printed writes
+  τ = 100·‖d − d_old‖₁ / u, which counts each flip twice (|±1 − ∓1| = 2) and so stops at
+  half the changes; ``stability_count="paper"`` selects it;
 * validation (Alg. 3): the validation error did not improve by at least one example
   (η = 100/|V| %) since the previous check;
 * mixed: both of the above hold at the same check (stable on U *and* no gain on V).
@@ -20,14 +23,24 @@ from ssl_opt.exceptions import InvalidInputError
 
 #: ``None`` (no early stopping) or a rule; PCG's ``early_stopping`` option checks the value.
 RULES = (None, "stability", "validation", "mixed")
+#: How the stability rule counts sign changes: the authors' code ("changed") or Algorithm 2
+#: as printed ("paper", each flip counted twice).
+STABILITY_COUNTS = ("changed", "paper")
+
+
+def check_interval(n: int) -> int:
+    """θ = round(√n / 2), at least 1, rounding halves up as Matlab's ``round`` does."""
+    return max(1, math.floor(math.sqrt(n) / 2 + 0.5))
 
 
 class EarlyStopping:
-    def __init__(self, rule, problem, validation=None, check_every=None, eta=1.5):
+    def __init__(self, rule, problem, validation=None, check_every=None, eta=1.5,
+                 stability_count="changed"):
         self.rule = rule
         self.l = problem.l
         self.u = problem.n - problem.l
-        self.every = int(check_every or max(1, math.ceil(math.sqrt(problem.n) / 2)))
+        self.every = int(check_every or check_interval(problem.n))
+        self.count_changed = stability_count == "changed"
         self.eta = float(eta)
         self.d_old = np.zeros(self.u)
         self.err_old = 100.0
@@ -49,7 +62,10 @@ class EarlyStopping:
         stable = improving = True
         if self.rule in ("stability", "mixed"):
             d = np.sign(f[self.l :])
-            tau = 100.0 * np.abs(d - self.d_old).sum() / self.u
+            if self.count_changed:  # the authors' code
+                tau = 100.0 * np.count_nonzero(d != self.d_old) / self.u
+            else:  # Algorithm 2 as printed
+                tau = 100.0 * np.abs(d - self.d_old).sum() / self.u
             self.d_old = d
             stable = tau < self.eta
             self.last_value = tau

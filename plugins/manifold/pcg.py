@@ -21,7 +21,7 @@ import numpy as np
 from ssl_opt._validation import callable_option, check_nonnegative, choice, integer, optional
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.line_search import step_along
-from ssl_opt.plugins.manifold.early_stopping import RULES, EarlyStopping
+from ssl_opt.plugins.manifold.early_stopping import RULES, STABILITY_COUNTS, EarlyStopping
 from ssl_opt.plugins.manifold.iterates import (
     check_curvature,
     initial_point,
@@ -53,8 +53,12 @@ class PCG(Solver):
         "early_stopping": Option(None, "None, 'stability', 'validation' or 'mixed'",
                                  optional(choice(*RULES[1:]))),
         "validation": Option(None, "(K_val, y_val) for the validation and mixed rules"),
-        "check_every": Option(None, "θ, iterations between early-stopping checks (√n/2)",
-                              optional(integer(1))),
+        "check_every": Option(None, "θ, iterations between early-stopping checks "
+                              "(round(√n/2), as the authors' code)", optional(integer(1))),
+        "stability_count": Option("changed", "the stability rule's τ: 'changed' (percent of "
+                                  "unlabeled points whose sign changed, the authors' code) or "
+                                  "'paper' (100‖d − d_old‖₁/u as Alg. 2 prints it, each flip "
+                                  "counted twice)", choice(*STABILITY_COUNTS)),
         "refresh": Option(100, "recompute Kα and Kd exactly every this many iterations",
                           integer(1)),
         "callback": Option(None, "called as callback(iteration, alpha, b) after each step",
@@ -66,10 +70,11 @@ class PCG(Solver):
         return 5e-3 + 60 * 1.5e-9 * n**2  # ~60 iterations of one dense K product
 
     def _solve(self, problem, tol, max_iter, warm_start, early_stopping, validation,
-               check_every, refresh, callback) -> Solution:
+               check_every, stability_count, refresh, callback) -> Solution:
         start = time.perf_counter()
         n, bias = problem.n, problem.bias
-        stopper = EarlyStopping(early_stopping, problem, validation, check_every)
+        stopper = EarlyStopping(early_stopping, problem, validation, check_every,
+                                stability_count=stability_count)
         max_iter = int(max_iter if max_iter is not None else 10 * n + 1000)
         target = tol * problem.gradient_scale
 

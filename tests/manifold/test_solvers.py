@@ -233,3 +233,35 @@ def test_sparse_kernel_and_dense_laplacian(problem_factory):
     ref = ssl_opt.solve(q, solver="cvxpy")
     for name in ("pcg", "newton"):
         assert _rel(ssl_opt.solve(q, solver=name).objective, ref.objective) < 1e-6
+
+
+@pytest.mark.parametrize("count", ["changed", "paper"])
+def test_stability_rule_stops_where_the_authors_count_says(count):
+    """Replay the rule on the iterates (recorded by the callback, predictions recomputed with
+    K): the first check, every round(√n/2) iterations, at which the percentage of unlabeled
+    points whose sign changed (authors' code) — or 100‖d − d_old‖₁/u (Alg. 2 as printed) — is
+    below 1.5 %."""
+    import math
+
+    from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
+    from ssl_opt.datasets.synthetic import two_moons
+
+    data = two_moons(n=600, n_labeled=4, noise=0.15, seed=1)  # the two counts differ here
+    K = rbf_kernel(data.X, sigma=0.3)
+    p = LapSVM(K, graph_laplacian_from_data(data.X, n_neighbors=8), data.y, 1e-3, 1.0)
+    iterates = {}
+    sol = ssl_opt.solve(p, solver="pcg", early_stopping="stability", stability_count=count,
+                        callback=lambda it, a, b: iterates.__setitem__(it, K @ a + b))
+    theta = math.floor(math.sqrt(p.n) / 2 + 0.5)
+    assert theta == 12  # round(√600 / 2) = round(12.25); ⌈·⌉ would give 13
+    d_old, expected = np.zeros(p.n - p.l), None
+    for it in range(theta, max(iterates) + 1, theta):
+        d = np.sign(iterates[it][p.l:])
+        tau = (100 * np.count_nonzero(d != d_old) / d.size if count == "changed"
+               else 100 * np.abs(d - d_old).sum() / d.size)
+        if tau < 1.5:
+            expected = it
+            break
+        d_old = d
+    assert sol.status == EARLY_STOPPED and sol.iterations == expected
+    assert expected == {"changed": 24, "paper": 36}[count]  # the two readings part here
