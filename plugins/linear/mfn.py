@@ -151,7 +151,9 @@ class MFN(Solver):
     options = {
         "tol": Option(1e-7, "relative CGLS tolerance (‖normal-equation residual‖ ≤ "
                       "tol·‖X̃ᵀCy‖) and active-set slack", check_nonnegative),
-        "max_iter": Option(50, "Newton steps (SVMlin's MFNITERMAX)", integer(0)),
+        "max_iter": Option(300, "Newton steps at most (SVMlin's MFNITERMAX is 50, for its "
+                           "exact CGLS steps; the inexact steps of forcing > 0 need more: 67 on "
+                           "PCMAC with every row labeled, up to 145 at λ = 1e-4)", integer(0)),
         "cg_max_iter": Option(None, "CGLS iteration cap per step (default 10·dim + 1000)",
                               optional(integer(0))),
         "forcing": Option(0.1, "inexact Newton: CGLS stops at η‖r₀‖ with η = min(forcing, "
