@@ -107,6 +107,18 @@ def _warn_if_constant(scores: np.ndarray) -> None:
 class _EmbeddingClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
     """Shared by :class:`EREClassifier` and :class:`LRLClassifier` (parameters there)."""
 
+    def __init__(self, alpha: float = 1.0, beta: float = 0.01, *, n_neighbors: int = 10,
+                 graph_weights: str = "heat", sigma: float | None = None, solver: str = "auto",
+                 solver_options: dict | None = None, warm_start: bool = False):
+        self.alpha = alpha
+        self.beta = beta
+        self.n_neighbors = n_neighbors
+        self.graph_weights = graph_weights
+        self.sigma = sigma
+        self.solver = solver
+        self.solver_options = solver_options
+        self.warm_start = warm_start
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -235,15 +247,10 @@ class EREClassifier(_EmbeddingClassifier):
                  n_neighbors: int = 10, graph_weights: str = "heat", sigma: float | None = None,
                  solver: str = "auto", solver_options: dict | None = None,
                  warm_start: bool = False):
-        self.alpha = alpha
-        self.beta = beta
+        super().__init__(alpha, beta, n_neighbors=n_neighbors, graph_weights=graph_weights,
+                         sigma=sigma, solver=solver, solver_options=solver_options,
+                         warm_start=warm_start)
         self.robust = robust
-        self.n_neighbors = n_neighbors
-        self.graph_weights = graph_weights
-        self.sigma = sigma
-        self.solver = solver
-        self.solver_options = solver_options
-        self.warm_start = warm_start
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -259,18 +266,6 @@ class LRLClassifier(_EmbeddingClassifier):
 
     Parameters
     ----------""" + _PARAMS_DOC
-
-    def __init__(self, alpha: float = 1.0, beta: float = 0.01, *, n_neighbors: int = 10,
-                 graph_weights: str = "heat", sigma: float | None = None, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False):
-        self.alpha = alpha
-        self.beta = beta
-        self.n_neighbors = n_neighbors
-        self.graph_weights = graph_weights
-        self.sigma = sigma
-        self.solver = solver
-        self.solver_options = solver_options
-        self.warm_start = warm_start
 
     def _problem(self, X, A, Y):
         return LRL(X, A, Y, self.alpha, self.beta)
