@@ -59,6 +59,9 @@ def solve_columns(problems: list) -> list[Solution]:
     do not share K, L, the γs, the bias and l.
     """
     first = problems[0]
+    if "quadratic" not in first.loss.capabilities:
+        raise ValueError("solve_columns needs a quadratic loss (LapRLS's square loss): for "
+                         "another loss one step from 0 is not the minimizer.")
     for p in problems[1:]:
         if (p.K is not first.K or not _same_matrix(p.L, first.L) or p.gamma_A != first.gamma_A
                 or p.gamma_I != first.gamma_I or p.bias != first.bias or p.l != first.l

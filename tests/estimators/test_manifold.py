@@ -218,3 +218,15 @@ def test_prediction_holds_one_block_of_the_cross_kernel_at_a_time():
     tracemalloc.stop()
     block, full = 50 * 300 * 8, 4000 * 300 * 8
     assert peak < 4 * block + 3 * 4000 * 8 < full / 4  # the blocks' temporaries and the output
+
+
+def test_shared_factorization_refuses_problems_it_cannot_solve():
+    from ssl_opt.plugins.manifold.laprls_direct import solve_columns
+
+    X, _, ys = _moons()
+    est = LapSVC().fit(X, ys)
+    with pytest.raises(ValueError, match="quadratic"):
+        solve_columns([est.problem_])  # squared hinge: one step from 0 is not the optimum
+    other = LapRLS(est.problem_.K, est.problem_.L, est.problem_.y, 1.0, 1.0)
+    with pytest.raises(ValueError, match="differ only in y"):
+        solve_columns([est.problem_.with_labels(est.problem_.y, loss="square"), other])
