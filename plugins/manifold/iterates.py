@@ -40,6 +40,8 @@ def check_curvature(d_a, Kd, f_d, Lf_d, scales: tuple[float, float]) -> None:
     check, not a proof of convexity."""
     for name, d, Md, scale in (("K", d_a, Kd, scales[0]), ("L", f_d, Lf_d, scales[1])):
         curvature = float(d @ Md)
+        if curvature >= 0.0:  # the common case: no norms needed
+            continue
         norm_d = float(np.linalg.norm(d))
         if curvature < -1e-8 * norm_d * (scale * norm_d + float(np.linalg.norm(Md))):
             raise InvalidInputError(

@@ -185,3 +185,30 @@ def test_lass_block_cg_solves_the_shifted_laplacian():
     X = cg.solve(B, None, 1e-12)
     np.testing.assert_allclose(X, np.linalg.solve(A.toarray(), B), rtol=1e-9, atol=1e-11)
     assert cg.iterations > 0
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_squared_hinge_step_walk_equals_the_vectorized_scan_and_brute_force(seed, monkeypatch):
+    """The scalar walk used for few terms returns the vectorized scan's step (to round-off),
+    and both minimize the 1-D objective, found independently by dense sampling."""
+    from ssl_opt.numerics import line_search
+
+    rng = np.random.default_rng(seed)
+    k = int(rng.integers(1, 40))
+    m = rng.normal(0.5, 1.0, k)
+    m[: k // 4] = 1.0  # ties at the kink
+    t = rng.normal(0.0, 1.0, k) * (rng.random(k) > 0.1)
+    a1 = float(rng.uniform(1e-3, 2.0))
+    a0 = float(rng.normal(-1.0, 1.0))
+    walked = line_search.squared_hinge_step(m, t, a0, a1)
+    monkeypatch.setattr(line_search, "WALK_MAX_TERMS", -1)
+    scanned = line_search.squared_hinge_step(m, t, a0, a1)
+    assert walked == pytest.approx(scanned, rel=1e-12, abs=1e-14)
+
+    def value(s):  # ∫ψ: a0 s + a1 s²/2 + ½ Σ max(0, 1 − m − s t)²
+        return a0 * s + 0.5 * a1 * s * s + 0.5 * np.sum(np.maximum(0.0, 1.0 - m - s * t) ** 2)
+
+    grid = np.linspace(0.0, max(4.0, 4 * walked), 20001)
+    best = grid[np.argmin([value(s) for s in grid])]
+    for step in (walked, scanned):
+        assert value(step) <= value(best) + 1e-9
