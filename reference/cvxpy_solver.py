@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 
-from ssl_opt._validation import check_bool, instance_of, optional
+from ssl_opt._validation import check_bool, greater_than, instance_of, optional
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver, lacking_capabilities
@@ -24,6 +24,10 @@ DEFAULT_SOLVER_OPTIONS = {
     "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
     "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 1_000_000, "polishing": True},
 }
+
+
+#: How each CVXPY solver names its wall-clock limit in seconds.
+TIME_LIMIT_KEYS = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "OSQP": "time_limit"}
 
 
 def installed_cvxpy_solver(value, name: str) -> str:
@@ -56,6 +60,9 @@ class CvxpyReference(Solver):
         "verbose": Option(False, "print the solver's log", check_bool),
         "solver_options": Option(None, "dict of options passed to the CVXPY solver",
                                  optional(instance_of(dict))),
+        "time_limit": Option(None, "wall-clock limit in seconds for CLARABEL, SCS or OSQP "
+                             "(the solve then fails with status 'user_limit')",
+                             optional(greater_than(0))),
     }
 
     def __init__(self, name: str, formulations: list[Formulation], description: str,
@@ -88,10 +95,12 @@ class CvxpyReference(Solver):
         n = problem.structure.sizes.get("n", 0)
         return 2e-2 + 3e-9 * n**3  # interior point on the dense primal QP, measured order
 
-    def _solve(self, problem, cvxpy_solver, verbose, solver_options) -> Solution:
+    def _solve(self, problem, cvxpy_solver, verbose, solver_options, time_limit) -> Solution:
         form = self._formulation(problem)
         prog, handles = form.build(problem)
         kwargs = dict(DEFAULT_SOLVER_OPTIONS.get(cvxpy_solver, {}))
+        if time_limit is not None and cvxpy_solver in TIME_LIMIT_KEYS:
+            kwargs[TIME_LIMIT_KEYS[cvxpy_solver]] = float(time_limit)
         kwargs.update(solver_options or {})
         try:
             prog.solve(solver=cvxpy_solver, verbose=verbose, **kwargs)

@@ -31,6 +31,7 @@ rescaling. The warning does not change the verdict.
 
 from __future__ import annotations
 
+import math
 import numbers
 import warnings
 import weakref
@@ -372,6 +373,17 @@ def _tolerance_family(solution) -> str:
 
 _reference_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
+#: A reference predicted within ``reference_budget`` is stopped when it runs past
+#: ``REFERENCE_TIME_FACTOR × reference_budget + REFERENCE_TIME_SLACK`` seconds: a cost model can
+#: be far off on an ill-conditioned instance (an interior point needing many more iterations
+#: than on the calibration instances), and a certificate must not hang on it.
+REFERENCE_TIME_FACTOR, REFERENCE_TIME_SLACK = 2.0, 5.0
+
+
+def reference_time_limit(budget: float) -> float | None:
+    """Wall-clock limit of a reference computed for a certificate (None for no budget)."""
+    return None if math.isinf(budget) else REFERENCE_TIME_FACTOR * budget + REFERENCE_TIME_SLACK
+
 
 def reference_for(problem, budget: float = CERTIFY_REFERENCE_BUDGET
                   ) -> tuple[Solution | None, str]:
@@ -390,8 +402,15 @@ def reference_for(problem, budget: float = CERTIFY_REFERENCE_BUDGET
         return None, (f"the reference ({solver.name}) is predicted to take {predicted:.3g} s > "
                       f"reference_budget = {budget:.3g} s; raise reference_budget or pass "
                       "reference= to certify against one you computed")
-    ref = solver.solve(problem)
+    limit = reference_time_limit(budget)
+    options = {"time_limit": limit} if limit is not None and "time_limit" in solver.options else {}
+    ref = solver.solve(problem, **options)
     if ref.status == FAILED:
+        if "user_limit" in str(ref.info.get("reason", "")):
+            return None, (f"the reference ({solver.name}) was stopped at its time limit of "
+                          f"{limit:.3g} s, though predicted to take {predicted:.3g} s (the "
+                          "limit is twice reference_budget plus 5 s); raise reference_budget "
+                          "or pass reference= to certify against one you computed")
         return None, f"the reference solver failed: {ref.info.get('reason')}"
     _reference_cache[problem] = ref
     return ref, ""

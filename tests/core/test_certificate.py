@@ -71,6 +71,21 @@ def test_reference_over_budget_certified_on_residuals_alone(moons):
                for note in cert.notes)
 
 
+def test_reference_running_past_its_time_limit_is_stopped(problem_factory, monkeypatch):
+    """A reference predicted within budget but slower than its limit (the cost model is off)
+    is stopped, and the certificate falls back to the residuals and says why."""
+    from ssl_opt import certificate
+
+    problem = problem_factory("moons", n=150)
+    sol = ssl_opt.solve(problem, solver="newton")
+    assert certificate.reference_time_limit(60.0) == 125.0
+    assert certificate.reference_time_limit(float("inf")) is None
+    monkeypatch.setattr(certificate, "reference_time_limit", lambda budget: 1e-4)
+    cert = ssl_opt.certify(problem, sol)
+    assert cert.passed and cert.residuals_only and cert.objective_gap is None
+    assert any("time limit" in note for note in cert.notes)
+
+
 def test_tolerance_override_can_fail_a_pcg_solution(moons):
     sol = ssl_opt.solve(moons, solver="pcg", tol=1e-5)
     assert ssl_opt.certify(moons, sol, stationarity=1e-5).passed
