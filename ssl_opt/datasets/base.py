@@ -95,6 +95,24 @@ class Dataset:
         """Number of distinct classes ``k`` among all training rows (``y_all``)."""
         return int(np.unique(self.y_all).size)
 
+    def class_labels(self, y: np.ndarray | None = None) -> np.ndarray:
+        """Labels as non-negative class indices: ±1 becomes 0/1 (+1 → 1), class indices stay.
+
+        The estimators read ``-1`` as "unlabeled" (scikit-learn's semi-supervised convention),
+        so ±1 labels must not reach them as such. ``y`` defaults to ``y_all``.
+        """
+        y = self.y_all if y is None else np.asarray(y)
+        if np.isin(y, (-1.0, 1.0)).all():
+            return (y > 0).astype(np.int64)
+        return y.astype(np.int64)
+
+    def semi_supervised_targets(self) -> np.ndarray:
+        """``y`` for :mod:`ssl_opt.estimators` and scikit-learn: :meth:`class_labels` of the
+        labeled rows and ``-1`` on the unlabeled ones (rows ``n_labeled`` onward)."""
+        y = self.class_labels()
+        y[self.n_labeled:] = -1
+        return y
+
     def __repr__(self) -> str:
         kind = "sparse" if sp.issparse(self.X) else "dense"
         return (f"Dataset({self.name!r}: n={self.n}, d={self.X.shape[1]} {kind}, "

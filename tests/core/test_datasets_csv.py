@@ -151,3 +151,16 @@ def test_mat_loader_refuses_zero_based_index_files(tmp_path):
                                      "idxUnls": np.array([[2, 3, 4, 5]])})
     with pytest.raises(InvalidInputError, match="outside 1..6"):
         load_pcmac(path=tmp_path)
+
+
+def test_dataset_targets_for_estimators_recode_plus_minus_one():
+    from ssl_opt.datasets import gaussian_blobs, two_moons
+
+    data = two_moons(n=40, n_labeled=6, seed=0)
+    y = data.semi_supervised_targets()
+    np.testing.assert_array_equal(y[:6], (data.y_all[:6] > 0).astype(int))
+    assert np.all(y[6:] == -1) and set(np.unique(y[:6])) <= {0, 1}
+    np.testing.assert_array_equal(data.class_labels(), (data.y_all > 0).astype(int))
+    assert data.y_all.min() == -1.0  # the data set itself is untouched
+    blobs = gaussian_blobs(n=30, n_labeled=5, seed=0)
+    assert set(np.unique(blobs.class_labels())) <= {0, 1}
