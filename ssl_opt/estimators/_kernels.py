@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
+from ssl_opt._validation import check_choice, check_int, check_positive
 from ssl_opt.builders import knn_graph, laplacian, linear_kernel, polynomial_kernel, rbf_kernel
 
 KERNELS = ("rbf", "poly", "linear", "precomputed")
@@ -35,6 +36,14 @@ def median_distance(X, max_points: int = 1000) -> float:
     d = np.sqrt(np.maximum(D[np.triu_indices(S.shape[0], 1)], 0.0))
     d = d[d > 0]
     return float(np.median(d)) if d.size else 1.0
+
+
+def check_graph_params(n_neighbors, graph_weights, sigma=None) -> None:
+    """Validate the kNN-graph parameters every graph-based estimator shares."""
+    check_int(n_neighbors, "n_neighbors", 1)
+    check_choice(graph_weights, "graph_weights", GRAPH_WEIGHTS)
+    if sigma is not None:
+        check_positive(sigma, "sigma")
 
 
 def check_kernel_choice(kernel) -> None:
@@ -70,10 +79,7 @@ def kernel_function(kernel, X_fit, sigma=None, degree: int = 3, coef0: float = 1
     check_kernel_choice(kernel)
     params: dict = {}
     if not callable(kernel) and kernel == "rbf":
-        s = median_distance(X_fit) if sigma is None else sigma
-        if isinstance(s, bool) or not isinstance(s, (int, float)) or not (np.isfinite(s)
-                                                                             and s > 0):
-            raise ValueError(f"sigma must be a positive finite width or None, got {sigma!r}.")
+        s = median_distance(X_fit) if sigma is None else check_positive(sigma, "sigma")
         params = {"sigma": float(s)}
     elif not callable(kernel) and kernel == "poly":
         scale = 1.0 / X_fit.shape[1] if poly_scale is None else float(poly_scale)
@@ -133,8 +139,6 @@ def graph_laplacian(X, K, *, affinity=None, laplacian_matrix=None, precomputed: 
         Lm = laplacian_matrix if sp.issparse(laplacian_matrix) else np.asarray(
             laplacian_matrix, dtype=np.float64)
         return sp.csr_matrix(Lm, dtype=np.float64), None
-    if weights not in GRAPH_WEIGHTS:
-        raise ValueError(f"graph_weights must be one of {GRAPH_WEIGHTS}, got {weights!r}.")
     if affinity is not None:
         W = sp.csr_matrix(affinity, dtype=np.float64)
     else:

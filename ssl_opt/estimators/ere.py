@@ -39,8 +39,8 @@ from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import validated_adjacency
 from ssl_opt.estimators._base import CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning, warn_if_disconnected
+from ssl_opt.estimators._kernels import check_graph_params
 from ssl_opt.estimators._labels import UNLABELED, label_layout
-from ssl_opt.estimators.lass import check_graph_params
 from ssl_opt.problems.ere.problem import ERE, LRL
 
 _MINUS_ONE_IS_UNLABELED = (

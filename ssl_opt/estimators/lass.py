@@ -35,13 +35,13 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ssl_opt._validation import check_bool, check_int, check_positive
+from ssl_opt._validation import check_bool, check_positive
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import validated_adjacency
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.estimators._base import CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import warn_if_disconnected
-from ssl_opt.estimators._kernels import GRAPH_WEIGHTS
+from ssl_opt.estimators._kernels import check_graph_params
 from ssl_opt.problems.lass.problem import LASS
 
 #: Checks of scikit-learn's suite that cannot hold for these estimators, with the reason.
@@ -52,16 +52,6 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
         "for this reason), so only one class is labeled and fit refuses it; its string and "
         "object labels are tested in tests/estimators/test_lass.py")},
 }
-
-
-def check_graph_params(n_neighbors, graph_weights, sigma) -> None:
-    """Validate the kNN-graph parameters shared by the LASS and ERE estimators."""
-    check_int(n_neighbors, "n_neighbors", 1)
-    if graph_weights not in GRAPH_WEIGHTS:
-        raise ValueError(f"graph_weights must be one of {GRAPH_WEIGHTS}, got "
-                         f"{graph_weights!r}.")
-    if sigma is not None:
-        check_positive(sigma, "sigma")
 
 
 class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):

@@ -118,9 +118,6 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        if y is None:
-            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y "
-                             "is None; pass one label per row of X (-1 for unlabeled).")
         X, layout = self._validate_X_y(X, y, accept_sparse="csr")
         targets = _targets(layout)
         previous = self._previous_solutions()

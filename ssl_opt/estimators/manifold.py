@@ -20,10 +20,12 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ssl_opt._validation import check_bool, check_int, check_positive
 from ssl_opt.api import select
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import warn_if_degenerate_kernel, warn_if_disconnected
 from ssl_opt.estimators._kernels import (
+    check_graph_params,
     check_kernel_choice,
     graph_laplacian,
     kernel_expansion,
@@ -90,29 +92,20 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
     def _check_params(self) -> None:
         self._check_solver_param()
         check_kernel_choice(self.kernel)
-        for name in ("gamma_A", "gamma_I"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0 or \
-                    not np.isfinite(v):
-                raise ValueError(f"{name} must be a positive finite number, got {v!r}.")
-        if isinstance(self.n_neighbors, bool) or not isinstance(self.n_neighbors, int) \
-                or self.n_neighbors < 1:
-            raise ValueError(f"n_neighbors must be a positive integer, got {self.n_neighbors!r}.")
-        if isinstance(self.laplacian_power, bool) or not isinstance(self.laplacian_power, int) \
-                or self.laplacian_power < 1:
-            raise ValueError(f"laplacian_power must be a positive integer, got "
-                             f"{self.laplacian_power!r}.")
+        check_positive(self.gamma_A, "gamma_A")
+        check_positive(self.gamma_I, "gamma_I")
+        check_graph_params(self.n_neighbors, self.graph_weights, self.sigma)
+        check_int(self.laplacian_power, "laplacian_power", 1)
+        for name in ("normalized_laplacian", "fit_intercept", "warm_start"):
+            check_bool(getattr(self, name), name)
         if self.early_stopping not in RULES:
             raise ValueError(f"early_stopping must be one of {RULES}, got "
                              f"{self.early_stopping!r}.")
         if self.early_stopping is not None and self.solver not in ("auto", "fast", "pcg"):
             raise ValueError(f"early_stopping is a rule of the 'pcg' solver; it cannot be used "
                              f"with solver={self.solver!r}. Use solver='auto' or 'pcg'.")
-        if self.block_size is not None and (isinstance(self.block_size, bool) or not
-                                            isinstance(self.block_size, int) or
-                                            self.block_size < 1):
-            raise ValueError(f"block_size must be a positive integer or None, got "
-                             f"{self.block_size!r}.")
+        if self.block_size is not None:
+            check_int(self.block_size, "block_size", 1)
 
     def _precomputed(self) -> bool:
         return isinstance(self.kernel, str) and self.kernel == "precomputed"

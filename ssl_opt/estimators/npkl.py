@@ -54,13 +54,13 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssl_opt import registry
-from ssl_opt._validation import check_bool, check_choice, check_int, check_positive
+from ssl_opt._validation import check_bool, check_int, check_positive
 from ssl_opt.api import select
 from ssl_opt.builders import knn_graph
 from ssl_opt.datasets.clusters import paper_constraint_count
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
-from ssl_opt.estimators._kernels import GRAPH_WEIGHTS
+from ssl_opt.estimators._kernels import check_graph_params
 from ssl_opt.estimators._labels import LabelLayout
 from ssl_opt.problems import NPKL
 from ssl_opt.problems.npkl.evaluation import kernel_factor, kernel_kmeans
@@ -235,8 +235,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         check_positive(self.C, "C")
         if self.delta is not None:
             check_positive(self.delta, "delta")
-        check_int(self.n_neighbors, "n_neighbors", 1)
-        check_choice(self.graph_weights, "graph_weights", GRAPH_WEIGHTS)
+        check_graph_params(self.n_neighbors, self.graph_weights)
         if self.rank is not None:
             check_int(self.rank, "rank", 1)
         if self.n_clusters is not None:
