@@ -17,7 +17,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.neighbors import NearestNeighbors
 
-from ssl_opt._validation import as_float_matrix, check_choice, check_positive
+from ssl_opt._validation import as_float_matrix, check_choice, check_positive, check_square
 from ssl_opt.exceptions import InvalidInputError
 
 __all__ = ["knn_graph"]
@@ -46,6 +46,7 @@ def knn_graph(
     weights: str = "binary",
     sigma: float | None = None,
     symmetrize: str = "union",
+    metric: str = "euclidean",
 ) -> sp.csr_matrix:
     r"""Symmetric k-nearest-neighbour adjacency matrix of the rows of ``X``.
 
@@ -71,24 +72,33 @@ def knn_graph(
     sigma : float > 0, optional
         Heat-kernel width; only used with ``weights="heat"``.
     symmetrize : {"union", "mutual"}
+    metric : {"euclidean", "precomputed"}
+        ``"precomputed"``: ``X`` is the (n, n) matrix of distances ``d_ij`` (finite,
+        non-negative), e.g. the kernel-induced ``√(K_ii + K_jj − 2K_ij)``.
 
     Returns
     -------
     scipy.sparse.csr_matrix, shape (n, n), float64
         Symmetric, non-negative, zero diagonal, sorted indices, no explicit zeros.
     """
-    Xm = as_float_matrix(X, "X")
+    check_choice(metric, "metric", ("euclidean", "precomputed"))
+    Xm = as_float_matrix(X, "X", allow_sparse=metric == "euclidean")
     n = Xm.shape[0]
     if n < 2:
         raise InvalidInputError(f"X must have at least 2 rows (points) to build a graph, got {n}.")
     if Xm.shape[1] == 0:
         raise InvalidInputError("X has no columns (features); pass an n x d matrix with d >= 1.")
+    if metric == "precomputed":
+        check_square(Xm, "X (distances)")
+        if Xm.min() < 0:
+            raise InvalidInputError("X (distances) must be non-negative for "
+                                    "metric='precomputed'.")
     k = _check_n_neighbors(n_neighbors, n)
     check_choice(weights, "weights", _WEIGHTS)
     check_choice(symmetrize, "symmetrize", _SYMMETRIZE)
     s = None if sigma is None else check_positive(sigma, "sigma")
 
-    nn = NearestNeighbors(n_neighbors=k).fit(Xm)
+    nn = NearestNeighbors(n_neighbors=k, metric=metric).fit(Xm)
     # X=None: neighbours of the indexed points, each point excluded from its own list.
     dist, ind = nn.kneighbors(None, n_neighbors=k, return_distance=True)
     dist = np.asarray(dist, dtype=np.float64).ravel()

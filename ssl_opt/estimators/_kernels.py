@@ -13,7 +13,6 @@ from collections.abc import Callable, Iterator
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.neighbors import NearestNeighbors
 
 from ssl_opt._validation import check_choice, check_int, check_positive
 from ssl_opt.builders import knn_graph, laplacian, linear_kernel, polynomial_kernel, rbf_kernel
@@ -106,25 +105,13 @@ def kernel_expansion(kernel: Callable, X_new, X_train, coef: np.ndarray, interce
     return np.concatenate(out, axis=0) + intercept
 
 
-def knn_affinity_from_kernel(K: np.ndarray, n_neighbors: int, weights: str) -> sp.csr_matrix:
-    """kNN graph of the points a Gram matrix describes, with kernel-induced distances
-    ``d_ij² = K_ii + K_jj − 2K_ij`` (for ``kernel="precomputed"`` without an affinity)."""
+def kernel_distances(K: np.ndarray) -> np.ndarray:
+    """Distances of the points a Gram matrix describes, ``d_ij = √(K_ii + K_jj − 2K_ij)``
+    (for ``kernel="precomputed"`` without an affinity)."""
     d = np.diag(K)
     D2 = np.maximum(d[:, None] + d[None, :] - 2.0 * K, 0.0)
     np.fill_diagonal(D2, 0.0)
-    nn = NearestNeighbors(n_neighbors=n_neighbors, metric="precomputed").fit(np.sqrt(D2))
-    dist, ind = nn.kneighbors(None, return_distance=True)
-    n = K.shape[0]
-    if weights == "heat":
-        s = float(dist.mean()) or 1.0
-        vals = np.exp(-(dist.ravel() ** 2) / (2.0 * s * s))
-    else:
-        vals = np.ones(dist.size)
-    A = sp.csr_matrix((vals, (np.repeat(np.arange(n), n_neighbors), ind.ravel())), shape=(n, n))
-    W = A.maximum(A.T).tocsr()
-    W.setdiag(0.0)
-    W.eliminate_zeros()
-    return W
+    return np.sqrt(D2)
 
 
 def graph_laplacian(X, K, *, affinity=None, laplacian_matrix=None, precomputed: bool,
@@ -146,6 +133,7 @@ def graph_laplacian(X, K, *, affinity=None, laplacian_matrix=None, precomputed: 
         k = min(int(n_neighbors), n - 1)
         if k < 1:
             raise ValueError("A graph needs at least 2 samples; pass more rows in X.")
-        W = (knn_affinity_from_kernel(K, k, weights) if precomputed
+        W = (knn_graph(kernel_distances(K), n_neighbors=k, weights=weights,
+                       metric="precomputed") if precomputed
              else knn_graph(X, n_neighbors=k, weights=weights))
     return laplacian(W, normalized=normalized, power=power), W

@@ -518,3 +518,18 @@ def test_laplacian_leaves_a_non_canonical_W_alone():
         np.testing.assert_array_equal(arr, old)
         assert arr.flags.writeable
     np.testing.assert_allclose(L.toarray(), laplacian(W).toarray(), rtol=1e-14, atol=1e-14)
+
+
+@pytest.mark.parametrize("weights", ["binary", "heat", "distance"])
+def test_knn_graph_of_precomputed_distances_equals_the_graph_of_the_points(weights):
+    from scipy.spatial.distance import cdist
+
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    W = knn_graph(X, n_neighbors=5, weights=weights)
+    Wd = knn_graph(cdist(X, X), n_neighbors=5, weights=weights, metric="precomputed")
+    np.testing.assert_array_equal(W.indices, Wd.indices)  # the same edges
+    np.testing.assert_allclose(W.toarray(), Wd.toarray(), atol=1e-12)
+    with pytest.raises(ValueError, match="distances"):
+        knn_graph(-cdist(X, X), n_neighbors=5, metric="precomputed")
+    with pytest.raises(ValueError, match="metric"):
+        knn_graph(X, n_neighbors=5, metric="cosine")
