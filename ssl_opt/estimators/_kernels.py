@@ -123,9 +123,7 @@ def graph_laplacian(X, K, *, affinity=None, laplacian_matrix=None, precomputed: 
     ``n_neighbors`` is clipped to n − 1 so tiny fits still have a graph.
     """
     if laplacian_matrix is not None:
-        Lm = laplacian_matrix if sp.issparse(laplacian_matrix) else np.asarray(
-            laplacian_matrix, dtype=np.float64)
-        return sp.csr_matrix(Lm, dtype=np.float64), None
+        return sp.csr_matrix(laplacian_matrix, dtype=np.float64), None
     if affinity is not None:
         W = sp.csr_matrix(affinity, dtype=np.float64)
     else:

@@ -20,8 +20,16 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ssl_opt._validation import check_bool, check_int, check_positive
+from ssl_opt._validation import (
+    as_float_matrix,
+    check_bool,
+    check_int,
+    check_positive,
+    check_square,
+    check_symmetric,
+)
 from ssl_opt.api import select
+from ssl_opt.builders.laplacian import validated_adjacency
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import warn_if_degenerate_kernel, warn_if_disconnected
 from ssl_opt.estimators._kernels import (
@@ -45,12 +53,15 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     for name in ("LapSVC", "LapRLSC")}
 
 
-def _permuted(M, order: np.ndarray):
-    """``M[order][:, order]`` for a dense or sparse square matrix."""
+def _graph_input(M, name: str, order: np.ndarray, adjacency: bool):
+    """A user's ``affinity`` (graph checks) or ``laplacian`` (finite, real, symmetric), of
+    the training points' size, permuted to the labeled-first order: ``M[order][:, order]``."""
+    M = validated_adjacency(M, name) if adjacency else as_float_matrix(M, name)
+    check_square(M, name, order.size)
+    if not adjacency:
+        check_symmetric(M, name)
     if sp.issparse(M):
-        M = sp.csr_matrix(M)
-        return M[order][:, order]
-    M = np.asarray(M, dtype=np.float64)
+        return sp.csr_matrix(M)[order][:, order]
     return M[np.ix_(order, order)]
 
 
@@ -138,8 +149,10 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         warn_if_degenerate_kernel(K)
         L, W = graph_laplacian(
             Xo, K,
-            affinity=None if affinity is None else _permuted(affinity, order),
-            laplacian_matrix=None if laplacian is None else _permuted(laplacian, order),
+            affinity=None if affinity is None else _graph_input(affinity, "affinity", order,
+                                                                True),
+            laplacian_matrix=None if laplacian is None else _graph_input(
+                laplacian, "laplacian", order, False),
             precomputed=self._precomputed(), n_neighbors=self.n_neighbors,
             weights=self.graph_weights, normalized=self.normalized_laplacian,
             power=self.laplacian_power)

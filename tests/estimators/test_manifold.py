@@ -230,3 +230,16 @@ def test_shared_factorization_refuses_problems_it_cannot_solve():
     other = LapRLS(est.problem_.K, est.problem_.L, est.problem_.y, 1.0, 1.0)
     with pytest.raises(ValueError, match="differ only in y"):
         solve_columns([est.problem_.with_labels(est.problem_.y, loss="square"), other])
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"affinity": np.ones((5, 5)) - np.eye(5)}, "affinity must be 120x120"),
+    ({"affinity": np.full((120, 120), np.nan)}, "affinity contains NaN"),
+    ({"laplacian": np.eye(5)}, "laplacian must be 120x120"),
+    ({"laplacian": np.eye(120) * 1j}, "laplacian has a complex dtype"),
+    ({"laplacian": np.triu(np.ones((120, 120)))}, "laplacian must be symmetric"),
+])
+def test_bad_graph_inputs_name_the_argument(kwargs, message):
+    X, _, ys = _moons()
+    with pytest.raises(ValueError, match=message):
+        LapSVC().fit(X, ys, **kwargs)
