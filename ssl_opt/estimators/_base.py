@@ -17,12 +17,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ssl_opt.api import solve
+from ssl_opt import registry
+from ssl_opt.api import BACKENDS, select, solve
 from ssl_opt.certificate import CERTIFY_REFERENCE_BUDGET, Certificate, certify
 from ssl_opt.estimators._labels import LabelLayout, label_layout
 from ssl_opt.solution import Solution
 
-BACKEND_CHOICES = ("auto", "fast", "reference")
+#: The ``solver`` values that name a backend (the selector picks the solver), not a solver.
+BACKEND_CHOICES = BACKENDS
 
 
 def solve_with(problem, solver: str, options: dict | None, warm_start=None) -> Solution:
@@ -35,9 +37,6 @@ def solve_with(problem, solver: str, options: dict | None, warm_start=None) -> S
     else:
         kwargs = {"solver": solver}
     if warm_start is not None and _shapes_match(problem, warm_start):
-        from ssl_opt import registry
-        from ssl_opt.api import select
-
         name = solver if solver not in BACKEND_CHOICES else select(problem, solver).solver
         if "warm_start" in registry.get_solver(name).options:
             opts.setdefault("warm_start", warm_start)
