@@ -80,6 +80,9 @@ from ssl_opt.solvers import Option, Solver
 FLAT_STEPS = 10
 #: FISTA iterations of the solver's certificate checks (``problem.kkt(..., iterations=)``).
 CHECK_ITERS = 100
+#: The groups are all zero at the start when their largest norm is below this times the
+#: problem's value scale: the start is then certified as it is, or σ falls back to the scale.
+ZERO_GROUPS = 1e-8
 
 
 def irls_weights(sq: np.ndarray, delta: float) -> np.ndarray:
@@ -278,7 +281,18 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         x0 = step(None, np.full(w.size, 0.5 / groups.value_scale), 1e-10)
     st = _State(problem, x0)
     sigma = float(np.sqrt(st.sq.max(initial=0.0)))
-    if not sigma > 0:
+    if not sigma > ZERO_GROUPS * groups.value_scale:
+        # Every group is (numerically) zero at the start: if ∇f vanishes too, the start is
+        # optimal with zero multipliers (e.g. ERE with a single class: F ≡ 1, W = 0).
+        point = problem.unpack_vector(st.x)
+        point.update(groups.multipliers(np.zeros_like(st.g)))
+        cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=CHECK_ITERS)
+        if cert["subgradient"] <= kkt_tol and cert.get("kink_slack", 0.0) <= gap_tol:
+            return Solution(point, st.phi, OPTIMAL, 0, 0.0, solver.backend, solver.name,
+                            history, info={"extrapolated": False, "delta": None,
+                                           "sigma": sigma, "stages": 0,
+                                           "linear_solver": step.kind,
+                                           "last_certificate": dict(cert)})
         sigma = groups.value_scale
     final_delta = opts.delta_min * sigma**2
     lowest_delta = opts.delta_floor * sigma**2

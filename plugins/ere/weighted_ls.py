@@ -11,7 +11,8 @@ GroupOperator`). Each step object counts what it did (``kind``, ``cg_iterations`
 
 :class:`MatrixStep` — :class:`~ssl_opt.problems.SumOfNorms` with its explicit G:
 ``(Q + 2Gᵀ D G) z = −c + 2Gᵀ D h`` with ``D`` the weights ``w_i s_i`` repeated over each
-group's rows, one :class:`~ssl_opt.numerics.factor.SPDFactor` per step.
+group's rows, one LDLᵀ per step (:class:`~ssl_opt.numerics.ldl.PatternLDL`: the pattern of
+``Q + 2GᵀDG`` does not change, so its analysis is done once).
 
 :class:`EREStep` — ERE, structure exploited [004 eqs. 19–26]. With ``Â = A ∘ Ŝ`` (edge weights
 ``A_e s_e``), ``L̂ = D̂ − Â``, ``S = diag(s_points)``, ``Z = [X 1]``, ``Θ = [W; bᵀ]``, the step
@@ -24,20 +25,21 @@ equations are::
 so ``M_uu F_u = −L̂_ul Y + U K⁻¹ α Z_lᵀ S_l Y`` with ``M_uu = N − U K⁻¹ Uᵀ`` [004 eq. 24–26]:
 sparse + diagonal − rank (d+1), one matrix for all c columns. Never formed: either
 
-* ``factor`` — SuperLU of N (symmetric mode, :class:`~ssl_opt.numerics.factor.SPDFactor`) and the
-  Woodbury identity ``M⁻¹ = N⁻¹ + N⁻¹U (K − UᵀN⁻¹U)⁻¹ UᵀN⁻¹`` (d+1+c solves), plus one step of
+* ``factor`` — LDLᵀ of N refactored in its fixed pattern (:class:`~ssl_opt.numerics.ldl.
+  PatternLDL`, ordering and analysis once per solve) and the Woodbury identity ``M⁻¹ = N⁻¹ + N⁻¹U (K − UᵀN⁻¹U)⁻¹ UᵀN⁻¹`` (d+1+c solves), plus one step of
   iterative refinement with products by M (the capacitance matrix can lose digits when the
   weights span many orders of magnitude);
 * ``cg`` — block Jacobi-PCG on M (sparse product, diagonal, two thin products with U and one
   (d+1)×(d+1) Cholesky solve), warm-started from the previous F_u, relative tolerance forced
   by the current residual (:func:`forcing_target`).
 
-then ``Θ = K⁻¹(α Z_lᵀ S_l Y + Uᵀ F_u)``. ``linear_solver="auto"`` compares the flops of one
-step: the factor's solves, ``fill(N)·(d + 1 + 2c)`` (fill measured for u ≤ 4,000, else
-predicted from breadth-first balls, :func:`predicted_fill`), against ``CG_STEPS_GUESS`` PCG
-iterations, ``10·(nnz(N)·c + 2u(d+1)c)`` (``benchmarks/bench_ere.py`` (b) forces each
-solver at n = 1,000 and 2,000: the factor it picks is the faster one there). Squared ERE
-[004 eq. 8] is this step with ``s ≡ 1``.
+then ``Θ = K⁻¹(α Z_lᵀ S_l Y + Uᵀ F_u)``. ``linear_solver="auto"`` takes the path of the
+smaller predicted step time (:meth:`EREStep.predicted_step_times`): the factor's numeric
+refactorization (``Σ_j c_j²`` over L's column counts, measured for u ≤ 2,000, else predicted
+from the fill of breadth-first balls, :func:`predicted_fill`) and its ``d + 1 + 2c`` solves,
+against a typical number of block-PCG iterations of ``nnz(N)·c`` sparse and ``2u(d+1)c``
+dense work (``benchmarks/bench_ere.py`` (b) forces each path at n = 1,000 and 2,000).
+Squared ERE [004 eq. 8] is this step with ``s ≡ 1``.
 """
 
 from __future__ import annotations
@@ -48,14 +50,28 @@ import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.block_cg import block_cg_solve
-from ssl_opt.numerics.factor import SPDFactor, predicted_fill
+from ssl_opt.numerics.factor import predicted_fill
+from ssl_opt.numerics.ldl import PatternLDL
 from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 
-#: ``linear_solver="auto"``: fill of N measured (u ≤ 4,000) or predicted from breadth-first
-#: balls of these sizes, against this many PCG iterations per step (a typical count).
+#: ``linear_solver="auto"``: the factor's pattern is measured (LDLᵀ of N) up to u = 2,000,
+#: predicted from breadth-first balls of these sizes above.
 PROBE_SIZES = (1000, 2000)
-CG_STEPS_GUESS = 10
+#: Predicted seconds of one IRLS step (:meth:`EREStep.predicted_step_times`), fitted on this
+#: machine's steps (n = 300–4,000, d = 5–50, c = 2–10; 2-core x86, one BLAS thread, within
+#: ±35 %): the factor path refactors N (``REFACTOR_S`` per ``Σ c_j²`` of L's column counts)
+#: and solves ``d + 1 + 2c`` right-hand sides (``SOLVE_CALL_S`` + ``SOLVE_S`` per entry of
+#: L each); the CG path runs ``CG_STEPS_GUESS`` block-PCG iterations (the measured typical
+#: count, 22–30 per step) of ``CG_CALL_S`` + ``CG_SPARSE_S``·nnz(N)·c +
+#: ``CG_DENSE_S``·2u(d+1)c each.
+REFACTOR_S = 0.45e-9
+SOLVE_CALL_S, SOLVE_S = 20e-6, 2e-9
+CG_STEPS_GUESS = 28
+CG_CALL_S, CG_SPARSE_S, CG_DENSE_S = 60e-6, 1.5e-9, 0.15e-9
+#: ``Σ c_j² ≈ FILL_SPREAD·fill²/u`` when the fill is predicted (the column counts of L are
+#: uneven: 1.6–1.75 on the kNN graphs measured).
+FILL_SPREAD = 1.7
 #: Block PCG iterations per IRLS step at most.
 CG_MAX_ITER = 2000
 #: Each block-PCG solve reduces the residual of its warm start at least by this factor.
@@ -96,44 +112,57 @@ class EREStep:
         else:
             self.X = p.X
         self.Xl, self.Xu = self.X[:l], self.X[l:]
-        # CSR pattern of N = L̂_uu + αS_u: off-diagonals of the uu edges, then the diagonal.
-        ru = np.concatenate([ei[self.uu] - l, ej[self.uu] - l, np.arange(u)])
-        cu = np.concatenate([ej[self.uu] - l, ei[self.uu] - l, np.arange(u)])
-        pattern = sp.csr_matrix((np.arange(ru.size, dtype=np.float64) + 1.0, (ru, cu)),
-                                shape=(u, u))
-        self._perm = pattern.data.astype(np.int64) - 1
-        self._N = pattern
+        # Fixed patterns of N = L̂_uu + αS_u, entries [uu edges (i < j); diagonal]: all of it
+        # in CSR for products, its upper triangle in CSC for the LDLᵀ factor.
+        iu, ju, diag = ei[self.uu] - l, ej[self.uu] - l, np.arange(u)
+        self._N, self._perm = _pattern(sp.csr_matrix, np.concatenate([iu, ju, diag]),
+                                       np.concatenate([ju, iu, diag]), u)
+        self._upper, self._perm_upper = _pattern(sp.csc_matrix, np.concatenate([iu, diag]),
+                                                 np.concatenate([ju, diag]), u)
+        self._ldl = PatternLDL()
         self.predicted_fill = None
         self.kind = self._choose(linear_solver)
         self.cg_iterations = 0
         self.factor_fill = None
 
     def _choose(self, linear_solver: str) -> str:
-        """``auto``: compare the flops of one step (module docstring)."""
+        """``auto``: the path of the smaller :meth:`predicted_step_times`."""
         if linear_solver != "auto":
             return linear_solver
-        p = self.problem
-        if p.u == 0:
+        if self.problem.u == 0:
             return "factor"
-        N = self._assemble(np.ones(p.n_edges), np.ones(p.n))
-        if p.u <= 2 * PROBE_SIZES[1]:
-            fill = float(SPDFactor(sp.csc_matrix(N)).fill)
+        times = self.predicted_step_times()
+        return "factor" if times["factor"] <= times["cg"] else "cg"
+
+    def predicted_step_times(self) -> dict[str, float]:
+        """Predicted seconds of one step by each path (the constants above); sets
+        ``predicted_fill``."""
+        p = self.problem
+        N, upper = self._assemble(np.ones(p.n_edges), np.ones(p.n))
+        if p.u <= PROBE_SIZES[1]:
+            ldl = self._ldl.factor_upper(upper)
+            fill, work = float(ldl.fill), float(ldl.refactor_work)
         else:
             fill = predicted_fill(N, PROBE_SIZES)
+            work = FILL_SPREAD * fill**2 / p.u
         self.predicted_fill = fill
         cols = p.d + 1 + 2 * p.c
-        cg_flops = CG_STEPS_GUESS * (N.nnz * p.c + 2 * p.u * (p.d + 1) * p.c)
-        return "factor" if fill * cols <= cg_flops else "cg"
+        factor = REFACTOR_S * work + cols * (SOLVE_CALL_S + SOLVE_S * fill)
+        per_cg = (CG_CALL_S + CG_SPARSE_S * N.nnz * p.c
+                  + CG_DENSE_S * 2 * p.u * (p.d + 1) * p.c)
+        return {"factor": factor, "cg": CG_STEPS_GUESS * per_cg}
 
-    def _assemble(self, s_edges: np.ndarray, s_points: np.ndarray) -> sp.csr_matrix:
-        """``N = L̂_uu + α S_u`` in the fixed CSR pattern."""
+    def _assemble(self, s_edges: np.ndarray, s_points: np.ndarray) -> tuple[sp.csr_matrix,
+                                                                             sp.csc_matrix]:
+        """``N = L̂_uu + α S_u`` in its fixed CSR pattern, and its upper triangle in CSC."""
         p, l = self.problem, self.problem.l
         a = p.edge_w * s_edges
         deg = (np.bincount(p.edge_i, a, p.n) + np.bincount(p.edge_j, a, p.n))[l:]
-        coo = np.concatenate([-a[self.uu], -a[self.uu], deg + p.alpha * s_points[l:]])
-        N = self._N.copy()
-        N.data = coo[self._perm]
-        return N
+        off, diag = -a[self.uu], deg + p.alpha * s_points[l:]
+        N, upper = self._N.copy(), self._upper.copy()
+        N.data = np.concatenate([off, off, diag])[self._perm]
+        upper.data = np.concatenate([off, diag])[self._perm_upper]
+        return N, upper
 
     def __call__(self, z: np.ndarray | None, s: np.ndarray, rtol: float) -> np.ndarray:
         """argmin of ``tr(FᵀL̂F) + α Σ s_i‖r_i‖² + β‖W‖²`` with ``F_l = Y`` (module doc), from
@@ -161,7 +190,7 @@ class EREStep:
         a = p.edge_w * s_e
         ul = self.ul
         Lul_Y = sp.csr_matrix((a[ul], (p.edge_j[ul] - l, p.edge_i[ul])), shape=(u, l)) @ p.Y
-        N = self._assemble(s_e, s_p)
+        N, upper = self._assemble(s_e, s_p)
         Xu = self.Xu
         Xu_d = Xu.toarray() if sp.issparse(Xu) else Xu
         U = alpha * s_u[:, None] * np.hstack([Xu_d, np.ones((u, 1))])
@@ -171,7 +200,7 @@ class EREStep:
             return N @ V - U @ la.cho_solve(Kc, U.T @ V, check_finite=False)
 
         if self.kind == "factor":
-            fac = SPDFactor(sp.csc_matrix(N))
+            fac = self._ldl.factor_upper(upper)
             self.factor_fill = fac.fill
             NU = fac.solve(U)
             C = K - U.T @ NU
@@ -194,8 +223,19 @@ class EREStep:
         return np.concatenate([Fu.ravel(), Theta[:d].ravel(), Theta[d]])
 
 
+def _pattern(fmt, rows: np.ndarray, cols: np.ndarray, size: int):
+    """A ``fmt`` (``sp.csr_matrix`` or ``sp.csc_matrix``) pattern of the entries
+    ``(rows[k], cols[k])`` (no duplicates) and the permutation ``perm`` such that
+    ``pattern.data = values[perm]`` places ``values[k]`` at entry k."""
+    pattern = fmt((np.arange(rows.size, dtype=np.float64) + 1.0, (rows, cols)),
+                  shape=(size, size))
+    pattern.sort_indices()
+    return pattern, pattern.data.astype(np.int64) - 1
+
+
 class MatrixStep:
-    """The :class:`SumOfNorms` step (module docstring): one sparse factorization per step."""
+    """The :class:`SumOfNorms` step (module docstring): one LDLᵀ of ``Q + 2GᵀDG`` per step,
+    its pattern analysed once."""
 
     kind = "factor"
 
@@ -206,18 +246,20 @@ class MatrixStep:
         self.cg_iterations = 0
         self.factor_fill = None
         self.predicted_fill = None
+        self._ldl = PatternLDL()
 
     def __call__(self, z: np.ndarray | None, s: np.ndarray, rtol: float) -> np.ndarray:
         """``(Q + 2GᵀDG)⁻¹(−c + 2GᵀDh)``, ``D = w_i s_i`` per row (``z`` and ``rtol`` unused:
         the solve is direct)."""
         p = self.problem
         dw = np.repeat(2.0 * p.w * s, p.k)
-        H = sp.csc_matrix(p.Q + self.GT @ sp.diags(dw) @ self.G)
+        H = p.Q + self.GT @ sp.diags(dw) @ self.G
         rhs = -p.c + self.GT @ (dw * p.h)
         try:
-            fac = SPDFactor(H)
+            fac = self._ldl.factor(H)
+            fac.check_positive()
             z_new = fac.solve(rhs)
-        except (RuntimeError, InvalidInputError) as exc:  # singular or indefinite
+        except InvalidInputError as exc:  # singular or indefinite
             z_new, fac = np.full_like(rhs, np.nan), None
             reason = str(exc)
         else:

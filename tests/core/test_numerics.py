@@ -1,6 +1,7 @@
 """The shared numerics against independent computations: safeguarded Anderson acceleration on
-linear fixed points (solution by a direct solve, extrapolation by least squares) and block CG
-(against numpy.linalg.solve, in each stopping norm)."""
+linear fixed points (solution by a direct solve, extrapolation by least squares), block CG
+(against numpy.linalg.solve, in each stopping norm) and the refactored LDLᵀ (against a dense
+solve and a dense Cholesky's column counts)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.numerics.block_cg import COLUMN_NORMS, block_cg_solve
+from ssl_opt.numerics.ldl import PatternLDL
 from ssl_opt.plugins.lass.laplacian_solve import BlockCG
 
 
@@ -212,3 +215,63 @@ def test_squared_hinge_step_walk_equals_the_vectorized_scan_and_brute_force(seed
     best = grid[np.argmin([value(s) for s in grid])]
     for step in (walked, scanned):
         assert value(step) <= value(best) + 1e-9
+
+
+def _laplacian_spd(n: int, seed: int) -> sp.csc_matrix:
+    """A sparse SPD matrix: a random weighted graph Laplacian plus a positive diagonal."""
+    rng = np.random.default_rng(seed)
+    A = sp.random(n, n, density=4 / n, random_state=rng, format="csr")
+    A = A + A.T
+    return sp.csc_matrix(sp.diags(np.asarray(A.sum(axis=1)).ravel() + rng.random(n) + 0.1) - A)
+
+
+def test_pattern_ldl_solves_and_refactors_in_place():
+    A = _laplacian_spd(80, 0)
+    rng = np.random.default_rng(1)
+    B = rng.standard_normal((80, 3))
+    ldl = PatternLDL().factor(A)
+    np.testing.assert_allclose(ldl.solve(B), np.linalg.solve(A.toarray(), B), rtol=1e-10)
+    # same pattern, new values: refactored in place, and the answer follows the new values
+    A2 = A.copy()
+    A2.data = A2.data * np.exp(rng.standard_normal(A2.nnz) * 0.1)
+    A2 = 0.5 * (A2 + A2.T) + sp.eye(80) * 5.0
+    ldl.factor(A2)
+    assert ldl.refactors == 1  # A's pattern: the diagonal is full, off-diagonals kept
+    np.testing.assert_allclose(ldl.solve(B[:, 0]), np.linalg.solve(A2.toarray(), B[:, 0]),
+                               rtol=1e-10)
+
+
+def test_pattern_ldl_reuses_the_analysis_only_for_the_same_pattern():
+    A = _laplacian_spd(60, 2)
+    ldl = PatternLDL().factor(A)
+    scaled = A * 2.0
+    ldl.factor(scaled)
+    assert ldl.refactors == 1
+    other = _laplacian_spd(60, 3)  # another pattern: a fresh factorization, still correct
+    ldl.factor(other)
+    assert ldl.refactors == 1
+    b = np.arange(60.0)
+    np.testing.assert_allclose(ldl.solve(b), np.linalg.solve(other.toarray(), b), rtol=1e-10)
+
+
+def test_pattern_ldl_fill_and_work_match_the_factor_columns():
+    A = _laplacian_spd(50, 4)
+    ldl = PatternLDL().factor(A)
+    L = sp.csc_matrix(ldl._solver.factors()[0])
+    counts = np.diff(L.indptr) + 1
+    assert ldl.fill == L.nnz + 50 and ldl.refactor_work == int(counts @ counts)
+    # the factor is exact: P(I + L)D(I + L)ᵀPᵀ = A
+    _, d, perm = ldl._solver.factors()
+    IL = sp.eye(50) + L
+    P = sp.csr_matrix((np.ones(50), (perm, np.arange(50))), shape=(50, 50))
+    np.testing.assert_allclose((P @ IL @ sp.diags(d) @ IL.T @ P.T).toarray(), A.toarray(),
+                               atol=1e-12)
+
+
+def test_pattern_ldl_flags_indefinite_and_singular_matrices():
+    indefinite = sp.csc_matrix(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    ldl = PatternLDL().factor(indefinite)
+    with pytest.raises(InvalidInputError, match="not positive definite"):
+        ldl.check_positive()
+    with pytest.raises(InvalidInputError, match="singular"):
+        PatternLDL().factor(sp.csc_matrix(np.ones((2, 2))))

@@ -333,6 +333,27 @@ def test_linear_solvers_agree():
     assert _rel(cg.objective, factor.objective) < 1e-6
 
 
+@pytest.mark.parametrize("linear_solver", ["factor", "cg"])
+def test_linear_solver_paths_reach_the_socp_optimum(linear_solver):
+    _, problem = _case("n150")
+    sol = ssl_opt.solve(problem, solver="irls", linear_solver=linear_solver)
+    assert sol.status == OPTIMAL and sol.info["linear_solver"] == linear_solver
+    assert _rel(sol.objective, _reference("n150")[0]) < 1e-7
+
+
+def test_single_class_ere_is_certified_at_its_constant_optimum():
+    """One class (every label 1): F ≡ 1, W = 0, b = 1 has objective 0 and every group at its
+    kink. IRLS's squared-norm start is that point; it must be certified, not iterated on."""
+    data = clusters_with_outliers(n=120, d=4, c=1, l_per_class=3, n_neighbors=6,
+                                  outliers=0.05, seed=1)
+    problem = ERE(data.X, data.A, data.Y, 1.0, 0.05)
+    sol = ssl_opt.solve(problem, solver="irls")
+    assert sol.status == OPTIMAL
+    assert abs(sol.objective) < 1e-9  # the closed-form optimum is 0
+    np.testing.assert_allclose(sol.x["F"], 1.0, atol=1e-9)
+    assert ssl_opt.certify(problem, sol, reference=False).passed
+
+
 def test_warm_start_from_the_optimum_stops_quickly():
     _, problem = _case("n100")
     sol = _irls("n100")

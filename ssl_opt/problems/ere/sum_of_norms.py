@@ -128,6 +128,8 @@ def subgradient_certificate(grad: np.ndarray, g: np.ndarray, groups: GroupOperat
     else:
         V = project_to_balls(g / tau) * mask
     v, val = value(V)
+    if 0.5 * float(r0 @ r0) < val:  # the free multipliers at zero are a better start
+        V, v, val = np.zeros_like(V), r0, 0.5 * float(r0 @ r0)
     best_inf = float(np.abs(v).max(initial=0.0))
     if best_inf <= target:
         max_iter = 0
