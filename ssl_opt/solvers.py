@@ -17,6 +17,7 @@ the problem and validates every option once, for every solver, before running.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 from collections.abc import Callable, Mapping
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.solution import FAILED, Solution
@@ -142,6 +144,13 @@ class Solver:
         ``backend="auto"`` then uses it only when nothing exact is predicted in time."""
         return ""
 
+    def blas_threads(self, problem) -> int | None:
+        """BLAS threads for the solve (None: the process's setting). A solver whose loop is
+        many small or memory-bound BLAS calls returns 1, decided by measurement: a second
+        thread gains little there and, when another process loads the machine, costs a
+        wait at every call."""
+        return None
+
     def predicted_time(self, problem) -> float:
         """An analytic estimate of seconds, used only where no calibrated cost model exists
         (:mod:`ssl_opt.selection.cost_model`); NaN when the solver offers none."""
@@ -174,8 +183,10 @@ class Solver:
                 + ". See ssl_opt.list_solvers() for solvers that can."
             )
         opts = validate_options(self.options, options, f"solver {self.name!r}")
+        threads = self.blas_threads(problem)
         start = time.perf_counter()
-        solution = self._solve(problem, **opts)
+        with threadpool_limits(threads) if threads else contextlib.nullcontext():
+            solution = self._solve(problem, **opts)
         solution.time = time.perf_counter() - start
         if solution.status != FAILED:
             # Every backend reports the objective evaluated the same way, from problem data.

@@ -28,7 +28,7 @@ from scipy.special import expit, rel_entr, xlogy
 from ssl_opt._validation import check_bool, check_nonnegative, check_positive, greater_than, integer
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
-from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS
+from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS, one_blas_thread_on_sparse_x
 from ssl_opt.problems.linear.problem import DAS3VM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -94,6 +94,8 @@ class DASolver(Solver):
 
     def predicted_time(self, problem) -> float:
         return 2e-2 + 4e-5 * problem.structure.sizes["nnz"]
+
+    blas_threads = one_blas_thread_on_sparse_x
 
     def _solve(self, problem: DAS3VM, T0_factor, anneal_rate, kl_tol, entropy_tol, max_outer,
                max_inner, polish_tol, tol, forcing, mfn_max_iter, verbose) -> Solution:

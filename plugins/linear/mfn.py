@@ -27,6 +27,7 @@ from ssl_opt._validation import check_nonnegative, integer, optional
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.cgls import cgls
 from ssl_opt.numerics.line_search import weighted_squared_hinge_step
+from ssl_opt.plugins.linear.options import one_blas_thread_on_sparse_x
 from ssl_opt.problems.linear.design import LinearDesign
 from ssl_opt.problems.linear.problem import LinearSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
@@ -161,6 +162,8 @@ class MFN(Solver):
                           check_nonnegative),
         "warm_start": Option(None, "a previous Solution or dict with 'w' to seed from"),
     }
+
+    blas_threads = one_blas_thread_on_sparse_x
 
     def predicted_time(self, problem) -> float:
         # ~10 Newton steps × ~30 CGLS steps × 2 products of ~1.5 ns per non-zero.

@@ -1,7 +1,9 @@
 """Options shared by the linear-family solvers: those that call MFN (TSVM and DA) and those that
-switch labels (TSVM and the modelling layer's tsvm-model)."""
+switch labels (TSVM and the modelling layer's tsvm-model), and their BLAS threading."""
 
 from __future__ import annotations
+
+import scipy.sparse as sp
 
 from ssl_opt._validation import check_nonnegative, check_positive, greater_than, integer
 from ssl_opt.solvers import Option
@@ -22,3 +24,12 @@ SWITCHING_OPTIONS = {
     "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)",
                            greater_than(1)),
 }
+
+
+def one_blas_thread_on_sparse_x(solver, problem) -> int | None:
+    """``Solver.blas_threads`` of MFN, TSVM and DA: one BLAS thread on a sparse X. The products
+    are scipy's (single-threaded) and BLAS only sees vector operations, where a second thread
+    gained nothing and, with another process on the machine, made the solves 5–10× slower
+    (40,000 × 10,000 text; ``benchmarks/bench_ratios.py`` (c) measures it). A dense X keeps
+    the process setting (its products are BLAS-2)."""
+    return 1 if sp.issparse(problem.design.X) else None

@@ -27,7 +27,11 @@ from ssl_opt._validation import check_bool, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
-from ssl_opt.plugins.linear.options import MFN_CALL_OPTIONS, SWITCHING_OPTIONS
+from ssl_opt.plugins.linear.options import (
+    MFN_CALL_OPTIONS,
+    SWITCHING_OPTIONS,
+    one_blas_thread_on_sparse_x,
+)
 from ssl_opt.problems.linear.problem import TSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -80,6 +84,8 @@ class TSVMSolver(Solver):
 
     def predicted_time(self, problem) -> float:
         return 1e-2 + 2e-5 * problem.structure.sizes["nnz"]
+
+    blas_threads = one_blas_thread_on_sparse_x
 
     def _solve(self, problem: TSVM, S, lam_u_start, lam_u_factor, tol, forcing, mfn_max_iter,
                max_retrain, warm_start, verbose) -> Solution:

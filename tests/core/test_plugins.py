@@ -138,3 +138,65 @@ def test_cli_solvers_and_certify():
     assert "0 failed" in out.stdout
     for example in ("lapsvm-moons", "laprls-moons", "lapsvm-hinge-moons"):
         assert example in out.stdout
+
+
+def _blas_threads() -> int:
+    from threadpoolctl import threadpool_info
+
+    return max((p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"),
+               default=1)
+
+
+class ThreadProbe(Solver):
+    """Records the BLAS threads it runs under; asks for one."""
+
+    name = "test-thread-probe"
+    problem_types = (LapSVM,)
+
+    def blas_threads(self, problem):
+        return 1
+
+    def _solve(self, problem):
+        self.seen = _blas_threads()
+        return Solution({"alpha": np.zeros(problem.n), "b": np.array(0.0)}, 0.0, OPTIMAL, 0,
+                        0.0, "fast", self.name)
+
+
+def test_a_solver_runs_under_the_blas_threads_it_asks_for_and_restores_them():
+    from threadpoolctl import threadpool_limits
+
+    problem = LapSVM(np.eye(4), np.eye(4), np.array([1.0, -1.0]), 1.0, 1.0)
+    probe = ThreadProbe()
+    with threadpool_limits(2, user_api="blas"):
+        before = _blas_threads()
+        probe.solve(problem)
+        assert probe.seen == 1 and _blas_threads() == before
+
+
+def test_linear_solvers_take_one_blas_thread_on_sparse_x_only():
+    import scipy.sparse as sp
+
+    from ssl_opt.problems import TSVM, LinearSVM
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((30, 5))
+    y = np.sign(X[:, 0] + 0.1)
+    solvers = registry.solvers()
+    for problem, name in ((LinearSVM(X, y, 1e-2), "mfn"), (TSVM(X, y[:10], 1e-2, 1.0), "tsvm")):
+        assert solvers[name].blas_threads(problem) is None
+    for problem, name in ((LinearSVM(sp.csr_matrix(X), y, 1e-2), "mfn"),
+                          (TSVM(sp.csr_matrix(X), y[:10], 1e-2, 1.0), "tsvm")):
+        assert solvers[name].blas_threads(problem) == 1
+
+
+def test_manifold_solvers_take_one_blas_thread_on_small_kernels_only():
+    from types import SimpleNamespace
+
+    from ssl_opt.plugins.manifold.threads import ONE_THREAD_MAX_N
+
+    solvers = registry.solvers()
+    small = LapSVM(np.eye(4), np.eye(4), np.array([1.0, -1.0]), 1.0, 1.0)
+    large = SimpleNamespace(n=ONE_THREAD_MAX_N + 1)  # only its size is read
+    for name in ("pcg", "newton"):
+        assert solvers[name].blas_threads(small) == 1
+        assert solvers[name].blas_threads(large) is None
