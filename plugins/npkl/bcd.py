@@ -10,13 +10,13 @@ and the boundary kernel factored as ``Z_BD = VᵀV``, ``V ∈ R^{r×l}`` [003 eq
 ``½αᵀ(AᵀA + (2aκ/C)I)α − αᵀ(Aᵀb + a1)`` over ``(C/2)lo ≤ α ≤ (C/2)hi``. So the minimizer is:
 
 * no bounds (square loss, closed form [003 eq. 11]): with ``c = C/(2κ)``,
-  ``(aI + c AAᵀ) v = c A1 − b``, solved through Sherman–Morrison–Woodbury as
-  ``v = (w − A (AᵀA + (a/c)I)⁻¹ Aᵀw)/a``, ``w = c A1 − b`` (a k×k system; k is the number of
-  pairs of point i);
+  ``(aI + c AAᵀ) v = c A1 − b``, which Sherman–Morrison–Woodbury turns into the k×k system
+  ``(AᵀA + (a/c)I)α = Aᵀb + a1`` of the dual (k is the number of pairs of point i; one
+  Cholesky solve);
 * ``α ≥ 0`` with κ > 0 (squared hinge [003 eq. 10]): ``P = AᵀA + (a/C)I`` is positive
   definite (equivalently the non-negative least-squares problem
-  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖``), one solve when every pair is active, else the
-  active-set method below;
+  ``min ‖[A; √(a/C) I]α − [b; √(aC) 1]‖``), one solve when every pair is active, else
+  Lawson–Hanson's active-set method (:func:`_nonneg_qp`);
 * a box ``0 ≤ α ≤ (C/2)hi`` (hinge [003 eq. 9] with this package's ``ℓ = max(0, 1−t)``, the
   paper's being twice that: κ = 0 and ``α ≤ C/2``; the Huber hinge: κ = δ), solved exactly by
   a primal active-set method (:func:`_box_qp`).
@@ -35,7 +35,12 @@ The pair multiplier of the full problem is ``y_p = α_p^{(i)} + α_p^{(j)}`` (ea
 which at a stationary point is ``−C ℓ'(t_p)`` (what smooth losses use directly). Columns are
 processed in blocks: the block's products with ``Δ̃`` are one matrix product, and updates made
 earlier in the block are added back exactly, so the iteration is the paper's Gauss–Seidel
-sweep at BLAS-3 speed.
+sweep at BLAS-3 speed (:class:`_Sweep`). The square and squared hinge take the column dual
+in a form with one k×k solve and no k×r sign-scaled copy (:meth:`_Sweep._quadratic_block`),
+with ``1/a`` folded into the block products. When the block products are short the sweeps run
+BLAS on one thread (:data:`ONE_THREAD_BELOW`). ``λ_min(G̃)`` for the certificate is one
+eigenvalue (LAPACK ``syevr``), or Lanczos on ``Δ̃x`` from the sparse blocks of Δ and the
+factor of ``Δ_UU`` above :data:`DENSE_EIG_MAX` points (:func:`reduced_gradient_min`).
 The rank defaults to the largest ``s`` with ``s(s+1)/2 ≤ m`` [003 Prop. 3]. The start is
 ``V = U[0,1)^{r×l}/√r`` from a seeded generator (the paper uses MATLAB's ``rand(r, l)``).
 Stopping: ``‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)`` (the paper's rule, relative) or ``max_iter``.
@@ -44,9 +49,14 @@ Stopping: ``‖V⁺ − V‖_F ≤ tol·max(1, ‖V‖_F)`` (the paper's rule, r
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 
 import numpy as np
+import scipy.sparse as sp
+from scipy.linalg import eigh
 from scipy.linalg.lapack import dposv
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+from threadpoolctl import ThreadpoolController
 
 from ssl_opt._validation import (
     as_float_array,
@@ -58,7 +68,7 @@ from ssl_opt._validation import (
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
-from ssl_opt.problems.npkl.problem import NPKL, extreme_eigenvalues
+from ssl_opt.problems.npkl.problem import DENSE_EIG_MAX, NPKL
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver, capabilities_of
 
@@ -68,6 +78,12 @@ from ssl_opt.solvers import Option, Solver, capabilities_of
 GLOBAL_TOL = 1e-6
 #: Columns per block of the Gauss–Seidel sweep (the block's Δ̃ products are one GEMM).
 BLOCK = 64
+#: Below this many multiply-adds in a block's product ``Δ̃_blk U`` (BLOCK·l·r) the sweeps run
+#: BLAS on one thread: the products are then too short for OpenBLAS's threads, which, when
+#: another process holds a core, made a solve at l = 454 up to 20 times slower; above it two
+#: threads were 10–60 % faster even under load (2 cores, docs/npkl.md).
+ONE_THREAD_BELOW = 2_000_000
+_BLAS: ThreadpoolController | None = None  # created at the first limited solve
 #: The column updates, each with the loss capabilities it needs (the first one the loss offers
 #: is used): the box-QP column dual [003 eqs. 9–11], and damped Newton on the column.
 COLUMN_UPDATES: dict[str, tuple[str, ...]] = {
@@ -89,6 +105,16 @@ def _dual_form_supported(loss) -> bool:
     κ > 0 (module docstring)."""
     kappa, lo, hi = loss.conjugate_form
     return lo == 0.0 or (lo == -np.inf and hi == np.inf and kappa > 0)
+
+
+def _quadratic_dual(loss) -> bool:
+    """Whether the column dual is a positive definite k×k QP over ``α ≥ 0`` or free α
+    (κ > 0 and no upper bound: the square and squared hinge), solved by
+    :meth:`_Sweep._quadratic_block`."""
+    if "quadratic_conjugate" not in capabilities_of(loss) or not _dual_form_supported(loss):
+        return False
+    kappa, _, hi = loss.conjugate_form
+    return kappa > 0 and hi == np.inf
 
 
 def column_update(loss) -> str | None:
@@ -178,9 +204,12 @@ class BCD(Solver):
         n, l, nnz = sizes["n"], sizes["l"], sizes["nnz_Delta"]
         r = default_rank(sizes["m"])
         reduction = 1.6e-8 * l * nnz * (n - l) / max(n, 1)
-        # Newton column updates (a few r×r solves each) cost about 2.5 times the dual ones
-        # (measured on the logistic loss at l ≈ 200, docs/npkl.md).
-        per_column = 6e-5 if column_update(problem.loss) == "newton" else 2.5e-5
+        # Per column: Newton (a few r×r solves; the logistic loss at l ≈ 200) 6e-5 s, the
+        # closed-form duals of the square and squared hinge 8e-6 s (l = 454, docs/npkl.md), the
+        # hinge's box QPs 2.5e-5 s.
+        update = column_update(problem.loss)
+        per_column = (6e-5 if update == "newton" else
+                      8e-6 if _quadratic_dual(problem.loss) else 2.5e-5)
         return 0.02 + reduction + 30 * (4e-11 * r * l * l + per_column * l)
 
     def _solve(self, problem: NPKL, rank, tol, max_iter, seed, warm_start, anderson,
@@ -195,41 +224,10 @@ class BCD(Solver):
         # Safeguarded on Ω, which then decreases monotonically as in plain BCD; a rejection
         # restarts the memory.
         aa = SafeguardedAnderson(V.size, anderson, clear_on_reject=True)
-        history = History()
-        start = time.perf_counter()
-        status = MAX_ITERATIONS
-        it = 0
-
-        def apply_sweep(x):
-            """``(x, sweep(x), (Ω, stationarity) of sweep(x))``; every sweep is one iteration
-            (a rejected extrapolation costs one)."""
-            nonlocal it
-            it += 1
-            g = sweep.run(x)
-            return x, g, sweep.measure(g)
-
-        x, g, (objective, stationarity) = apply_sweep(V)
-        aa.observe(x, g)
-        while True:
-            change = float(np.linalg.norm(aa.residual)) / max(1.0, float(np.linalg.norm(x)))
-            history.append(iteration=it, objective=objective, change=change,
-                           stationarity=stationarity, time=time.perf_counter() - start)
-            if verbose and (it % 10 == 0 or it == 1):
-                print(f"bcd {it:5d}  objective {objective:.10g}  change {change:.2e}  "
-                      f"stationarity {stationarity:.2e}", flush=True)
-            if change <= tol:
-                status = OPTIMAL
-                break
-            if it >= max_iter:
-                break
-            step = aa.propose(apply_sweep, _not_above(objective))
-            if step is None:
-                step = apply_sweep(g)  # the plain sweep
-            x, g, (objective, stationarity) = step
-            aa.observe(x, g)
-        V = g
-        y = sweep.pair_multipliers(V)
-        g_min = reduced_gradient_min(reduced, y)
+        with _blas_threads(BLOCK * l * r):
+            V, status, it, history = _iterate(sweep, V, aa, tol, max_iter, verbose)
+            y = sweep.pair_multipliers(V)
+            g_min = reduced_gradient_min(reduced, y, reduction)
         if status == OPTIMAL and g_min < -GLOBAL_TOL * max(1.0, float(np.abs(sweep.diag).max())):
             # A fixed point of the factored problem that is not a minimizer of the SDP: the
             # hinge case of [003 Fig. 1]. Say so rather than report an optimum.
@@ -244,6 +242,46 @@ class BCD(Solver):
                               "reduced_objective": history.rows[-1]["objective"]})
 
 
+def _iterate(sweep: _Sweep, V: np.ndarray, aa: SafeguardedAnderson, tol: float, max_iter: int,
+             verbose: bool) -> tuple[np.ndarray, str, int, History]:
+    """BCD's sweeps from ``V`` with the safeguarded Anderson step ``aa`` until
+    ``‖sweep(x) − x‖_F ≤ tol·max(1, ‖x‖_F)`` or ``max_iter`` sweeps: ``(V, status, sweeps,
+    history)``."""
+    history = History()
+    start = time.perf_counter()
+    status = MAX_ITERATIONS
+    it = 0
+
+    def apply_sweep(x):
+        """``(x, sweep(x), (Ω, stationarity) of sweep(x))``; every sweep is one iteration
+        (a rejected extrapolation costs one)."""
+        nonlocal it
+        it += 1
+        g = sweep.run(x)
+        return x, g, sweep.measure(g)
+
+    x, g, (objective, stationarity) = apply_sweep(V)
+    aa.observe(x, g)
+    while True:
+        change = float(np.linalg.norm(aa.residual)) / max(1.0, float(np.linalg.norm(x)))
+        history.append(iteration=it, objective=objective, change=change,
+                       stationarity=stationarity, time=time.perf_counter() - start)
+        if verbose and (it % 10 == 0 or it == 1):
+            print(f"bcd {it:5d}  objective {objective:.10g}  change {change:.2e}  "
+                  f"stationarity {stationarity:.2e}", flush=True)
+        if change <= tol:
+            status = OPTIMAL
+            break
+        if it >= max_iter:
+            break
+        step = aa.propose(apply_sweep, _not_above(objective))
+        if step is None:
+            step = apply_sweep(g)  # the plain sweep
+        x, g, (objective, stationarity) = step
+        aa.observe(x, g)
+    return g, status, it, history
+
+
 def _not_above(objective: float):
     """BCD's Anderson safeguard: an extrapolated ``(x, sweep(x), (Ω, ·))`` is taken when its
     Ω is at most ``objective``, the current point's."""
@@ -251,84 +289,144 @@ def _not_above(objective: float):
 
 
 class _Sweep:
-    """One Gauss–Seidel pass over the columns of V for the reduced problem."""
+    """One Gauss–Seidel pass over the columns of V for the reduced problem.
+
+    Square and squared hinge (:meth:`_quadratic_block`): per block of :data:`BLOCK` columns
+    ``[s, e)``, ``B = Δ̃_{blk,<s} U_{<s} + Δ̃_{blk,≥e} U_{≥e}`` (two GEMMs on the columns
+    outside the block, which do not move during it), then column i's
+    ``b_i = B_i + Δ̃⁰_{i,blk} U_blk`` with ``Δ̃⁰`` the block's diagonal block with a zero
+    diagonal: the columns before i in the block are the updated ones, those after it the old
+    ones, as the Gauss–Seidel order needs. Other losses (:meth:`_generic_block`) keep the
+    earlier order of operations; their half multipliers of column i (the box duals' warm
+    starts, and the hinge's pair multipliers) are kept in ``alpha[ptr_i:ptr_{i+1}]`` (its
+    pairs in the order of ``columns[i]``).
+    """
 
     def __init__(self, reduced: NPKL):
         self.D = np.ascontiguousarray(reduced.Delta)
         self.diag = np.diag(self.D).copy()
         self.C = reduced.C
         self.loss = reduced.loss
-        if column_update(self.loss) == "newton":
-            self._update = self._newton_update
-        else:
-            kappa, lo, hi = self.loss.conjugate_form
-            # The column dual (module docstring): its curvature and bounds.
-            self.unbounded = lo == -np.inf and hi == np.inf
-            self.c = self.C / (2.0 * kappa) if self.unbounded else None
-            self.curvature = 2.0 * kappa  # times a/C, on the diagonal of P
-            self.upper = self.C / 2.0 * hi
         self.pairs, self.T = reduced.pairs, reduced.labels
         l, m = reduced.n, reduced.m
         ends = np.concatenate([self.pairs[:, 0], self.pairs[:, 1]])
         order = np.argsort(ends, kind="stable")
-        self.other = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]])[order]
-        self.sign = np.concatenate([self.T, self.T])[order]
-        self.slot = order  # position of each (end, pair) in the 2m-vector of half multipliers
-        self.ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=l))])
+        other = np.concatenate([self.pairs[:, 1], self.pairs[:, 0]])[order]
+        sign = np.concatenate([self.T, self.T])[order].astype(np.float64)
+        self.order = order  # sorted position k holds the half multiplier of slot order[k]
+        ptr = np.concatenate([[0], np.cumsum(np.bincount(ends, minlength=l))])
         self.alpha = np.zeros(2 * m)
         self.m = m
-        # Per column i: the other ends of its pairs, their signs (k×1) and multiplier slots.
-        self.columns = [(self.other[lo:hi], self.sign[lo:hi, None], self.slot[lo:hi])
-                        for lo, hi in zip(self.ptr[:-1], self.ptr[1:], strict=True)]
+        # Per column i: the other ends of its pairs, their signs (k×1) and multiplier range.
+        self.columns = [(other[lo:hi], sign[lo:hi, None], lo, hi)
+                        for lo, hi in zip(ptr[:-1].tolist(), ptr[1:].tolist(), strict=True)]
+        self.blocks = [(s, min(l, s + BLOCK)) for s in range(0, l, BLOCK)]
+        self._pair_matrix = _PairMatrix(self.pairs, l)
+        self._block = self._generic_block
+        if column_update(self.loss) == "newton":
+            self._update = self._newton_update
+            return
+        kappa, lo, hi = self.loss.conjugate_form
+        # The column dual (module docstring): its curvature and bounds.
+        self.unbounded = lo == -np.inf and hi == np.inf
+        self.curvature = 2.0 * kappa  # times a/C, on the diagonal of P
+        self.upper = self.C / 2.0 * hi
+        self._update = self._box_update
+        if _quadratic_dual(self.loss):  # square and squared hinge
+            self._block = self._quadratic_block
+            self.quadratic = [self._quadratic_data(i, *col)
+                              for i, col in enumerate(self.columns)]
+            self.inv_diag = 1.0 / self.diag
+            # Per block: its diagonal block of Δ̃ with a zero diagonal, rows scaled by 1/a.
+            self.hollow = [_hollow(self.D[s:e, s:e]) * self.inv_diag[s:e, None]
+                           for s, e in self.blocks]
+
+    def _quadratic_data(self, i: int, others, sign, lo: int, hi: int) -> tuple:
+        """Column i's ``(others, signs, ε)`` for :meth:`_quadratic_block`, ``ε = 2κa/C``:
+        scalars when it has one pair (``others`` an int), else arrays and ``εI_k``."""
+        eps = self.curvature * float(self.diag[i]) / self.C
+        if hi - lo == 1:
+            return int(others[0]), float(sign[0, 0]), eps
+        return others, sign[:, 0], eps * np.eye(hi - lo)
 
     def run(self, V0: np.ndarray) -> np.ndarray:
         """The sweep's image of ``V0`` (r×l; a new array). Works on ``U = Vᵀ`` (l×r, one
         contiguous row per column of V)."""
         U = np.array(V0.T, order="C")
-        D, l, diag = self.D, U.shape[0], self.diag
-        for start in range(0, l, BLOCK):
-            end = min(l, start + BLOCK)
-            old = U[start:end].copy()
-            # Rows Σ_{k≠i} Δ̃_ik u_k for the block, with U as it was at `start` ...
-            B = D[start:end] @ U - diag[start:end, None] * old
-            moved = np.zeros_like(old)
-            for i in range(start, end):
-                c = i - start
-                b = B[c]
-                if c:  # ... plus the moves of the columns already updated in the block
-                    b = b + D[i, start:i] @ moved[:c]
-                U[i] = self._update(i, b, U)
-                moved[c] = U[i] - old[c]
+        for start, end in self.blocks:
+            self._block(U, start, end)
         return U.T
 
-    def _update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
-        others, sign, slot = self.columns[i]
-        a, c = self.diag[i], self.c
-        if self.unbounded and others.size == 1:  # one pair: no k×r matrix needed
-            u = U[others[0]]  # (T u)(T u)ᵀ = uuᵀ
-            w = (c * sign[0, 0]) * u - b
-            return (w - u * ((u @ w) / (u @ u + a / c))) / a
+    def _generic_block(self, U: np.ndarray, start: int, end: int) -> None:
+        """The columns of one block through :attr:`_update` (hinge-type box duals, Newton).
+        ``B = Δ̃_blk U − diag(Δ̃_blk) U_blk`` with U as it was at ``start``, plus the moves of
+        the columns already updated in the block. (The hinge's stalled runs drift with
+        round-off over hundreds of sweeps; this order of operations keeps their iterates
+        bit for bit those of the earlier code.)"""
+        D, diag, update = self.D, self.diag, self._update
+        old = U[start:end].copy()
+        B = D[start:end] @ U - diag[start:end, None] * old
+        moved = np.zeros_like(old)
+        for i in range(start, end):
+            c = i - start
+            b = B[c]
+            if c:
+                b = b + D[i, start:i] @ moved[:c]
+            U[i] = update(i, b, U)
+            moved[c] = U[i] - old[c]
+
+    def _quadratic_block(self, U: np.ndarray, start: int, end: int) -> None:
+        r"""The columns of one block for a column dual with ``P ≻ 0`` and ``α`` free or
+        ``α ≥ 0`` (square and squared hinge). With ``X = [v_j]_{j∈T(i)}`` (k×r), ``A = T_i X``,
+        ``b' = b/a`` and ``β = T_i α/a``, the dual's normal equations ``(AAᵀ + εI)α = Ab + a1``
+        read ``(XXᵀ + εI)β = Xb' + T_i`` and ``v = βᵀX − b'``: one k×k Cholesky solve (LAPACK
+        ``dposv``; ``XXᵀ`` is symmetric, so its transpose is the Fortran array LAPACK
+        overwrites in place), a scalar when k = 1. ``b'`` is ``B_i + Δ̃⁰_{i,blk} U_blk``
+        (class docstring) with both terms' rows scaled by 1/a. For ``α ≥ 0`` (squared hinge)
+        the solve is the answer when every ``α_p > 0`` (the usual case), else :func:`_nonneg_qp`
+        decides. The multipliers are not stored: smooth losses read them off ``ℓ'``."""
+        D, hollow = self.D, self.hollow[start // BLOCK]
+        B = D[start:end, :start] @ U[:start] + D[start:end, end:] @ U[end:]
+        B *= self.inv_diag[start:end, None]
+        U_blk, nonneg, take = U[start:end], not self.unbounded, U.take
+        for c, (others, sign, eps) in enumerate(self.quadratic[start:end]):
+            b = hollow[c] @ U_blk
+            b += B[c]  # b' = b/a
+            if isinstance(others, int):
+                x = U[others]
+                beta = (x @ b + sign) / (x @ x + eps)
+                if nonneg:
+                    beta = sign * max(sign * beta, 0.0)
+                U[start + c] = beta * x - b
+                continue
+            X = take(others, axis=0)
+            G = X @ X.T
+            G += eps
+            q = X @ b
+            q += sign
+            _, beta, info = dposv(G.T, q, overwrite_a=1, overwrite_b=1)
+            if info != 0:
+                beta = _spd_solve(X @ X.T + eps, X @ b + sign)
+            if nonneg:
+                half = sign * beta
+                if min(half.tolist()) <= 0.0:
+                    A = X * sign[:, None]
+                    beta = sign * _nonneg_qp(A @ A.T + eps, A @ b + 1.0, half > 0.0)
+            U[start + c] = beta @ X - b
+
+    def _box_update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
+        """Column i from its dual over ``0 ≤ α ≤ (C/2)hi`` by :func:`_box_qp` (the hinge:
+        ``P = AAᵀ``; a loss with κ > 0 and a finite box: ``P = AAᵀ + εI``)."""
+        others, sign, lo, hi = self.columns[i]
+        a = self.diag[i]
         A = U[others] * sign  # k×r: rows T_ij v_j
         k = A.shape[0]
-        if self.unbounded:
-            w = c * A.sum(axis=0) - b
-            Gk = A @ A.T
-            Gk.flat[:: k + 1] += a / c
-            return (w - _spd_solve(Gk, A @ w) @ A) / a
         q = A @ b + a
         P = A @ A.T
         if self.curvature:
             P.flat[:: k + 1] += self.curvature * a / self.C  # positive definite
-        if self.curvature and self.upper == np.inf:
-            if k == 1:
-                alpha = np.maximum(q / P[0, 0], 0.0)
-            else:
-                alpha = _spd_solve(P, q)  # every pair active: the usual case
-                if alpha.min() <= 0.0:
-                    alpha = _box_qp(P, q, np.inf, self.alpha[slot])
-        else:
-            alpha = _box_qp(P, q, self.upper, self.alpha[slot])
-        self.alpha[slot] = alpha
+        alpha = _box_qp(P, q, self.upper, self.alpha[lo:hi])
+        self.alpha[lo:hi] = alpha
         return (alpha @ A - b) / a
 
     def _newton_update(self, i: int, b: np.ndarray, U: np.ndarray) -> np.ndarray:
@@ -338,7 +436,7 @@ class _Sweep:
         the step ``d = −∇²f⁻¹∇f`` and Armijo backtracking ``f(v + sd) ≤ f(v) + ARMIJO·s·∇fᵀd``.
         Stops after a step ``‖d‖ ≤ NEWTON_TOL·max(1, ‖v‖)``; a step whose predicted decrease
         ``−∇fᵀd`` is below the round-off of f is taken in full (Newton's quadratic region)."""
-        others, sign, _ = self.columns[i]
+        others, sign, _, _ = self.columns[i]
         a, half_C, loss = self.diag[i], 0.5 * self.C, self.loss
         A = U[others] * sign  # k×r: rows T_ij v_j
         v = U[i].copy()
@@ -377,7 +475,9 @@ class _Sweep:
         """Non-smooth losses (the hinge): ``y_p = α_p^{(i)} + α_p^{(j)}``; smooth losses:
         ``−C ℓ'(t_p)`` (``t``: the margins of V, when the caller has them)."""
         if not self.loss.smooth:
-            return self.alpha[: self.m] + self.alpha[self.m:]
+            alpha = np.empty_like(self.alpha)
+            alpha[self.order] = self.alpha
+            return alpha[: self.m] + alpha[self.m:]
         return -self.C * self.loss.derivative(self.margins(V) if t is None else t)
 
     def margins(self, V: np.ndarray) -> np.ndarray:
@@ -385,17 +485,56 @@ class _Sweep:
         return self.T * np.einsum("ri,ri->i", V[:, i], V[:, j])
 
     def measure(self, V: np.ndarray) -> tuple[float, float]:
-        """Reduced objective Ω(VᵀV) and relative stationarity ``‖V G̃‖_F / max(1, ‖VΔ̃‖_F)``."""
+        """Reduced objective Ω(VᵀV) and relative stationarity ``‖V G̃‖_F / max(1, ‖VΔ̃‖_F)``,
+        ``V G̃ = VΔ̃ − V W`` with ``W = Σ_p (y_p T_p / 2)(E_ij + E_ji)`` sparse."""
         M = V @ self.D
-        i, j = self.pairs[:, 0], self.pairs[:, 1]
         t = self.margins(V)
         objective = float(np.sum(V * M)) + self.C * float(np.sum(self.loss.value(t)))
         y = self.pair_multipliers(V, t)
-        grad = M.copy()  # V G̃ with G̃ = Δ̃ − Σ y_p T_p (E_ij + E_ji)/2
-        w = 0.5 * y * self.T
-        np.subtract.at(grad.T, i, (w * V[:, j]).T)
-        np.subtract.at(grad.T, j, (w * V[:, i]).T)
+        grad = M - self._pair_matrix.times_transposed(0.5 * y * self.T, V)
         return objective, float(np.linalg.norm(grad)) / max(1.0, float(np.linalg.norm(M)))
+
+
+class _PairMatrix:
+    """``W = Σ_p w_p (E_ij + E_ji)`` (l×l, symmetric) for pair weights ``w``: a CSR matrix whose
+    pattern is built once (pairs are distinct and unordered, so it has 2m entries); each
+    product only refills its values."""
+
+    def __init__(self, pairs: np.ndarray, l: int):
+        m = pairs.shape[0]
+        rows = np.concatenate([pairs[:, 0], pairs[:, 1]])
+        cols = np.concatenate([pairs[:, 1], pairs[:, 0]])
+        order = np.lexsort((cols, rows))  # CSR order: by row, then column
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=l))])
+        self.W = sp.csr_matrix((np.zeros(2 * m), cols[order], indptr), shape=(l, l))
+        self.source = order % m  # the pair of each stored entry
+
+    def times(self, w: np.ndarray, X: np.ndarray) -> np.ndarray:
+        """``W X`` for X (l,) or (l, k)."""
+        self.W.data = w[self.source]
+        return self.W @ X
+
+    def times_transposed(self, w: np.ndarray, V: np.ndarray) -> np.ndarray:
+        """``V W`` (r×l) for the r×l ``V``: ``(W Vᵀ)ᵀ`` since W is symmetric."""
+        return self.times(w, np.ascontiguousarray(V.T)).T
+
+
+def _hollow(block: np.ndarray) -> np.ndarray:
+    """A copy of a diagonal block of Δ̃ with its diagonal set to zero."""
+    out = np.array(block)
+    np.fill_diagonal(out, 0.0)
+    return out
+
+
+def _blas_threads(work: float):
+    """A context limiting BLAS to one thread when a block's product ``Δ̃_blk U`` has fewer
+    than :data:`ONE_THREAD_BELOW` multiply-adds ``work``, else leaving it as it is."""
+    global _BLAS
+    if work >= ONE_THREAD_BELOW:
+        return nullcontext()
+    if _BLAS is None:
+        _BLAS = ThreadpoolController()
+    return _BLAS.limit(limits=1, user_api="blas")
 
 
 def _spd_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
@@ -407,14 +546,90 @@ def _spd_solve(M: np.ndarray, rhs: np.ndarray) -> np.ndarray:
     return x
 
 
-def reduced_gradient_min(reduced: NPKL, y: np.ndarray) -> float:
-    """``λ_min(G̃)`` of the boundary problem at multipliers ``y``."""
-    return extreme_eigenvalues(reduced.gradient_matrix(y))[0]
+def reduced_gradient_min(reduced: NPKL, y: np.ndarray, reduction=None) -> float:
+    """``λ_min(G̃)`` of the boundary problem at multipliers ``y``, ``G̃ = Δ̃ + W`` with
+    ``W = −Σ_p (y_p T_p / 2)(E_ij + E_ji)``: LAPACK on the dense G̃ up to ``DENSE_EIG_MAX``
+    points; above, Lanczos (ARPACK, smallest algebraic only) on the operator, with ``Δ̃x`` from
+    the sparse blocks and factor of the ``reduction`` when it has them (``schur_times``: a few
+    sparse products and solves instead of a pass over the dense l×l Δ̃)."""
+    l = reduced.n
+    w = -0.5 * y * reduced.labels
+    if l <= DENSE_EIG_MAX:
+        G = np.array(reduced.Delta)
+        i, j = reduced.pairs[:, 0], reduced.pairs[:, 1]
+        np.add.at(G, (i, j), w)
+        np.add.at(G, (j, i), w)
+        return float(eigh(G, eigvals_only=True, subset_by_index=(0, 0), driver="evr",
+                          overwrite_a=True, check_finite=False)[0])
+    W = _PairMatrix(reduced.pairs, l)
+    if reduction is not None and reduction.factored_schur:
+        schur = reduction.schur_times
+    else:
+        schur = np.asarray(reduced.Delta).__matmul__
+    op = LinearOperator((l, l), matvec=lambda x: schur(x.ravel()) + W.times(w, x.ravel()),
+                        dtype=np.float64)
+    try:
+        found = eigsh(op, k=1, which="SA", tol=1e-10, maxiter=20 * l,
+                      return_eigenvectors=False)
+    except ArpackNoConvergence as exc:
+        found = exc.eigenvalues
+    return float(found[0]) if len(found) else float("nan")
+
+
+def _nonneg_qp(P: np.ndarray, q: np.ndarray, guess: np.ndarray | None = None) -> np.ndarray:
+    """``argmin ½αᵀPα − qᵀα`` over ``α ≥ 0`` for a small positive definite ``P`` (the squared
+    hinge's column dual when some pair is inactive). First the QP on the ``guess`` set (the
+    positive entries of the unconstrained solution), kept if it is positive there and the
+    negative gradient ``q − Pα`` is ≤ 0 elsewhere (the KKT conditions; the usual case).
+    Otherwise Lawson and Hanson's active-set method (*Solving Least Squares Problems*, 1974,
+    ch. 23) with ``q − Pα`` in place of ``Aᵀ(b − Aα)``: from ``α = 0``, the free index with the
+    largest positive negative gradient joins the passive set, the QP is solved on that set,
+    and a solution with non-positive entries is moved back along the segment until the first
+    of them reaches 0 and leaves; done at the KKT conditions. The minimizer is unique, so this
+    is :func:`_box_qp`'s point, with a few Cholesky solves instead of least-squares steps."""
+    k = q.size
+    tol = 1e-12 * max(1.0, float(np.abs(q).max()), float(P.diagonal().max()))
+
+    def on(passive):
+        F = np.flatnonzero(passive)
+        s = np.zeros(k)
+        s[F] = _spd_solve(P[np.ix_(F, F)], q[F])
+        return F, s
+
+    if guess is not None and guess.any():
+        F, s = on(guess)
+        if s[F].min() > 0.0 and (guess.all() or (q - P @ s)[~guess].max() <= tol):
+            return s
+    x = np.zeros(k)
+    passive = np.zeros(k, dtype=bool)
+    w = q.copy()
+    for _ in range(3 * k):
+        free = np.where(passive, -np.inf, w)
+        j = int(np.argmax(free))
+        if free[j] <= tol:
+            break
+        passive[j] = True
+        for _ in range(k):
+            F, s = on(passive)
+            if s[F].min() > 0.0:
+                x = s
+                break
+            cut = F[s[F] <= 0.0]  # x > 0 there (but for a just-added index), s ≤ 0
+            xc = x[cut]
+            ratios = np.divide(xc, xc - s[cut], out=np.zeros_like(xc), where=xc > 0.0)
+            blocking = int(np.argmin(ratios))
+            x = x + ratios[blocking] * (s - x)
+            passive &= x > 0.0
+            passive[cut[blocking]] = False
+            x[~passive] = 0.0
+        w = q - P @ x
+    return x
 
 
 def _box_qp(P: np.ndarray, q: np.ndarray, upper: float, alpha0: np.ndarray) -> np.ndarray:
     """``argmin ½αᵀPα − qᵀα`` over ``0 ≤ α ≤ upper`` (``upper`` may be inf) for a PSD ``P``:
-    the hinge column dual (``P = AᵀA``) and the squared-hinge one (``P = AᵀA + (a/C)I``).
+    the hinge column dual (``P = AᵀA``) and a box dual with κ > 0 (``P = AᵀA + (2κa/C)I``, the
+    Huber hinge).
 
     k = 1 in closed form. Otherwise a primal active-set method (Nocedal & Wright §16.5) from
     the column's previous multipliers, exact up to round-off and finite: on the free set F,

@@ -332,6 +332,11 @@ def test_schur_complement_and_eigenvalue_bound(which):
     schur = _np_schur(Delta, L, U)
     np.testing.assert_allclose(red.schur, schur, atol=1e-12)
     np.testing.assert_allclose(_dense(red.reduced.Delta), schur, atol=1e-12)
+    # Δ̃X from the blocks and the factor, without Δ̃ (vector and matrix right-hand sides).
+    assert red.factored_schur == (which == "sparse")
+    X = np.random.default_rng(0).standard_normal((L.size, 3))
+    np.testing.assert_allclose(red.schur_times(X), schur @ X, atol=1e-12)
+    np.testing.assert_allclose(red.schur_times(X[:, 0]), schur @ X[:, 0], atol=1e-12)
     # Δ̃⁻¹ = (Δ⁻¹)_LL, hence λ_min(Δ̃) ≥ λ_min(Δ).
     np.testing.assert_allclose(np.linalg.inv(schur), np.linalg.inv(Delta)[np.ix_(L, L)],
                                atol=1e-9)
@@ -530,17 +535,19 @@ def test_bcd_square_sweeps_match_a_numpy_gauss_seidel_sweep(name, sweeps):
 
 
 
-@pytest.mark.parametrize("loss,sweeps,seed", [
-    ("squared_hinge", 1, 5), ("squared_hinge", 3, 5), ("hinge", 1, 5), ("hinge", 2, 5),
-    ("hinge", 4, 3),  # a column dual that coordinate descent did not solve (fixed)
+@pytest.mark.parametrize("loss,sweeps,seed,name", [
+    ("squared_hinge", 1, 5, "spiral"), ("squared_hinge", 3, 5, "spiral"),
+    ("squared_hinge", 2, 5, "large"),  # across a block boundary (the spiral ones: α_p = 0)
+    ("hinge", 1, 5, "spiral"), ("hinge", 2, 5, "spiral"),
+    ("hinge", 4, 3, "spiral"),  # a column dual that coordinate descent did not solve (fixed)
 ])
-def test_bcd_hinge_loss_sweeps_minimize_each_column_exactly(loss, sweeps, seed):
+def test_bcd_hinge_loss_sweeps_minimize_each_column_exactly(loss, sweeps, seed, name):
     """Along the plugin's own Gauss–Seidel trajectory (sweep k: columns < i already updated,
     columns ≥ i from sweep k−1), each new column minimizes its column problem, solved here
     by CVXPY. The column problem is strongly convex (modulus a), so v is unique; an exact
     update cannot have a larger column objective than CVXPY's (the sharp check: Clarabel's v
     itself is only ~1e-6 accurate on ill-conditioned columns)."""
-    p, Dt, rpairs, V0 = _sweep_setup("spiral", loss, seed)
+    p, Dt, rpairs, V0 = _sweep_setup(name, loss, seed)
     if sweeps > 1:
         V0 = ssl_opt.solve(p, solver="bcd", max_iter=sweeps - 1, anderson=0, seed=seed,
                            tol=0.0).x["V"]
@@ -557,6 +564,88 @@ def test_bcd_hinge_loss_sweeps_minimize_each_column_exactly(loss, sweeps, seed):
         np.testing.assert_allclose(V1[:, i], v, atol=1e-5, err_msg=f"column {i}")
     f = _np_objective(Dt, rpairs, p.labels, p.C, loss, V1.T @ V1)
     assert _rel(sol.history["objective"][-1], f) < 1e-12
+
+
+@pytest.mark.parametrize("loss", LOSSES)
+def test_bcd_stationarity_and_multipliers_match_numpy(loss):
+    """The recorded stationarity ‖VG̃‖_F / max(1, ‖VΔ̃‖_F) and, for the hinge, the pair
+    multipliers y_p = α_p^{(i)} + α_p^{(j)} (each in [0, C]) against dense numpy."""
+    p, Dt, rpairs, _ = _sweep_setup("large", loss, 2)
+    sol = ssl_opt.solve(p, solver="bcd", max_iter=3, tol=0.0)
+    V, y = sol.x["V"], sol.x["y"]
+    if loss != "hinge":
+        t = p.labels * np.einsum("ri,ri->i", V[:, rpairs[:, 0]], V[:, rpairs[:, 1]])
+        np.testing.assert_allclose(y, _np_multipliers(loss, t, p.C), atol=1e-12)
+    else:
+        assert np.all(y >= -1e-12) and np.all(y <= p.C + 1e-12)
+    G = _np_gradient(Dt, rpairs, p.labels, y)
+    expected = np.linalg.norm(V @ G) / max(1.0, np.linalg.norm(V @ Dt))
+    assert abs(sol.history["stationarity"][-1] - expected) <= 1e-12 * max(1.0, expected)
+
+
+@pytest.mark.parametrize("which", ["factored", "dense Δ̃"])
+def test_reduced_gradient_min_by_lanczos_matches_numpy(which, monkeypatch):
+    """Above DENSE_EIG_MAX constrained points λ_min(G̃) comes from Lanczos on an operator: Δ̃x
+    from the sparse blocks and factor of Δ_UU ("factored"), or the dense Δ̃ when every point
+    is constrained (no factor). Forced here on small problems by lowering the threshold."""
+    from ssl_opt.plugins.npkl import bcd
+
+    if which == "factored":
+        p, Dt, rpairs, _ = _sweep_setup("large", "square", 1)
+    else:
+        d = double_spiral(n=40, seed=2)
+        pairs = np.array([[i, (i + 7) % 40] for i in range(40)])
+        labels = np.where(d.y[pairs[:, 0]] == d.y[pairs[:, 1]], 1.0, -1.0)
+        p = NPKL(knn_graph(d.X, n_neighbors=4), pairs, labels, C=1.5, loss="square")
+        Dt, rpairs = _dense(p.Delta), p.pairs
+    red = p.boundary_reduction()
+    assert red.factored_schur == (which == "factored")
+    y = np.random.default_rng(4).uniform(0.0, 3.0, p.m)
+    expected = np.linalg.eigvalsh(_np_gradient(Dt, rpairs, p.labels, y))[0]
+    monkeypatch.setattr(bcd, "DENSE_EIG_MAX", 5)
+    assert abs(bcd.reduced_gradient_min(red.reduced, y, red) - expected) < 1e-8
+    monkeypatch.undo()
+    assert abs(bcd.reduced_gradient_min(red.reduced, y, red) - expected) < 1e-10
+
+
+@pytest.mark.parametrize("guess", [False, True])
+def test_nonneg_qp_matches_scipy_nnls(guess):
+    """The squared hinge's column dual with inactive pairs, min ½αᵀPα − qᵀα over α ≥ 0 with
+    P ≻ 0, is NNLS on the Cholesky factor: min ‖Lᵀα − L⁻¹q‖ (scipy's nnls). With and without
+    the guess of the unconstrained solution's positive set; near-singular P included."""
+    from scipy.optimize import nnls
+
+    from ssl_opt.plugins.npkl.bcd import _nonneg_qp
+
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        k, r = int(rng.integers(1, 9)), int(rng.integers(1, 10))
+        A = rng.standard_normal((k, r))
+        P = A @ A.T + 10.0 ** rng.uniform(-6, 0) * np.eye(k)
+        q = 3.0 * rng.standard_normal(k)
+        L = np.linalg.cholesky(P)
+        expected = nnls(L.T, np.linalg.solve(L, q))[0]
+        start = np.linalg.solve(P, q) > 0 if guess else None
+        got = _nonneg_qp(P, q, start)
+        assert np.all(got >= 0.0)
+        np.testing.assert_allclose(got, expected, atol=1e-9 * max(1.0, np.abs(expected).max()))
+
+
+def test_blas_is_limited_to_one_thread_only_for_short_products():
+    from threadpoolctl import threadpool_info
+
+    from ssl_opt.plugins.npkl import bcd
+
+    def blas_threads():
+        return {i["filepath"]: i["num_threads"] for i in threadpool_info()
+                if i["user_api"] == "blas"}
+
+    before = blas_threads()
+    with bcd._blas_threads(bcd.ONE_THREAD_BELOW - 1):
+        assert set(blas_threads().values()) <= {1}
+    assert blas_threads() == before
+    with bcd._blas_threads(bcd.ONE_THREAD_BELOW):
+        assert blas_threads() == before
 
 
 @pytest.mark.parametrize("anderson", [0, 5])

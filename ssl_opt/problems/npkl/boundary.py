@@ -42,6 +42,7 @@ class BoundaryReduction:
         sparse = sp.issparse(Delta)
         D = sp.csr_matrix(Delta) if sparse else np.asarray(Delta)
         D_LL = D[L][:, L]
+        self._D_LL = D_LL if sparse else None  # for schur_times
         D_LL = D_LL.toarray() if sparse else D_LL
         if U.size:
             self._D_UL = D[U][:, L]
@@ -70,6 +71,24 @@ class BoundaryReduction:
             rhs = rhs.toarray() if sp.issparse(rhs) else rhs
             out[:, cols] = D_LU @ self._factor.solve(rhs)
         return out
+
+    @property
+    def factored_schur(self) -> bool:
+        """Whether :meth:`schur_times` is cheaper than a product with the dense ``Δ̃``: Δ is
+        sparse and ``Δ_UU`` has a sparse factor."""
+        return (self._D_LL is not None and self._factor is not None
+                and self._factor.kind == "sparse")
+
+    def schur_times(self, X: np.ndarray) -> np.ndarray:
+        """``Δ̃X = Δ_LL X − Δ_LU (Δ_UU⁻¹ (Δ_UL X))`` for X (l,) or (l, k), from the sparse
+        blocks and the factor of ``Δ_UU`` (without the dense ``Δ̃``); ``Δ̃X`` with the dense
+        ``Δ̃`` when Δ is dense."""
+        if self._D_LL is None:
+            return self.schur @ X
+        out = np.asarray(self._D_LL @ X)
+        if self._factor is None:
+            return out
+        return out - np.asarray(self._D_UL.T @ self._factor.solve(np.asarray(self._D_UL @ X)))
 
     @property
     def n(self) -> int:
