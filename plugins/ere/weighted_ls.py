@@ -25,8 +25,9 @@ equations are::
 so ``M_uu F_u = −L̂_ul Y + U K⁻¹ α Z_lᵀ S_l Y`` with ``M_uu = N − U K⁻¹ Uᵀ`` [004 eq. 24–26]:
 sparse + diagonal − rank (d+1), one matrix for all c columns. Never formed: either
 
-* ``factor`` — LDLᵀ of N refactored in its fixed pattern (:class:`~ssl_opt.numerics.ldl.
-  PatternLDL`, ordering and analysis once per solve) and the Woodbury identity ``M⁻¹ = N⁻¹ + N⁻¹U (K − UᵀN⁻¹U)⁻¹ UᵀN⁻¹`` (d+1+c solves), plus one step of
+* ``factor`` — LDLᵀ of N refactored in its fixed pattern
+  (:class:`~ssl_opt.numerics.ldl.PatternLDL`, ordering and analysis once per solve) and the
+  Woodbury identity ``M⁻¹ = N⁻¹ + N⁻¹U (K − UᵀN⁻¹U)⁻¹ UᵀN⁻¹`` (d+1+c solves), plus one step of
   iterative refinement with products by M (the capacitance matrix can lose digits when the
   weights span many orders of magnitude);
 * ``cg`` — block Jacobi-PCG on M (sparse product, diagonal, two thin products with U and one

@@ -25,7 +25,6 @@ from ssl_opt.plugins.manifold.iterates import (
     manifold_solution,
 )
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
-from ssl_opt.plugins.manifold.threads import one_blas_thread_on_small_kernels
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -53,8 +52,6 @@ class Newton(Solver):
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]
         return 1e-2 + 5 * 4e-11 * n**3  # ~5 dense LU factorizations
-
-    blas_threads = one_blas_thread_on_small_kernels
 
     def _solve(self, problem, tol, max_iter, warm_start) -> Solution:
         start = time.perf_counter()

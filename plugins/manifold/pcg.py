@@ -27,7 +27,6 @@ from ssl_opt.plugins.manifold.iterates import (
     initial_point,
     manifold_solution,
 )
-from ssl_opt.plugins.manifold.threads import one_blas_thread_on_small_kernels
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -69,8 +68,6 @@ class PCG(Solver):
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]
         return 5e-3 + 60 * 1.5e-9 * n**2  # ~60 iterations of one dense K product
-
-    blas_threads = one_blas_thread_on_small_kernels
 
     def _solve(self, problem, tol, max_iter, warm_start, early_stopping, validation,
                check_every, stability_count, refresh, callback) -> Solution:

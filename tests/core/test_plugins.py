@@ -188,15 +188,3 @@ def test_linear_solvers_take_one_blas_thread_on_sparse_x_only():
                           (TSVM(sp.csr_matrix(X), y[:10], 1e-2, 1.0), "tsvm")):
         assert solvers[name].blas_threads(problem) == 1
 
-
-def test_manifold_solvers_take_one_blas_thread_on_small_kernels_only():
-    from types import SimpleNamespace
-
-    from ssl_opt.plugins.manifold.threads import ONE_THREAD_MAX_N
-
-    solvers = registry.solvers()
-    small = LapSVM(np.eye(4), np.eye(4), np.array([1.0, -1.0]), 1.0, 1.0)
-    large = SimpleNamespace(n=ONE_THREAD_MAX_N + 1)  # only its size is read
-    for name in ("pcg", "newton"):
-        assert solvers[name].blas_threads(small) == 1
-        assert solvers[name].blas_threads(large) is None
