@@ -22,6 +22,7 @@ import sys
 import time
 from pathlib import Path
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 import scipy.sparse as sp
 

@@ -49,6 +49,7 @@ import sys
 import time
 from pathlib import Path
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 from _linear_common import fmt, header_lines, log, print_table
 from sklearn.metrics import f1_score

@@ -34,6 +34,7 @@ import time
 import tracemalloc
 import warnings
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 
 from ssl_opt.datasets import load_g50c, load_pcmac, shared_data_dir

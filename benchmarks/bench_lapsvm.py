@@ -57,6 +57,7 @@ import sys
 import time
 import warnings
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 import scipy.sparse as sp
 

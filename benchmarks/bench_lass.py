@@ -69,6 +69,7 @@ import time
 import warnings
 from pathlib import Path
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 import scipy.sparse as sp
 from _linear_common import best_of, fmt, header_lines, log, print_table, verdict

@@ -61,6 +61,7 @@ import time
 import tracemalloc
 import warnings
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 from _linear_common import (
     TARGET_TIME_RATIO,

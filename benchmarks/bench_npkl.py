@@ -46,6 +46,7 @@ import argparse
 import sys
 import time
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 
 import ssl_opt

@@ -44,6 +44,7 @@ import sys
 import time
 from contextlib import contextmanager
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 from _linear_common import fmt, header_lines, log, print_table
 from bench_ere import instance as ere_instance
 from bench_lapsvm import make_instance, median_product_time

@@ -62,6 +62,7 @@ import time
 import warnings
 from pathlib import Path
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 
 import ssl_opt

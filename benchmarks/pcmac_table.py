@@ -49,6 +49,7 @@ import time
 import warnings
 from pathlib import Path
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 from _linear_common import best_of, header_lines, log, print_table, verdict, warm_up
 

@@ -3,6 +3,7 @@ checkout that imports like the installed package."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import subprocess
 import sys
@@ -105,3 +106,28 @@ def test_pyproject_installs_every_package_of_the_source_tree():
     found |= {"ssl_opt." + ".".join(p.parent.relative_to(ROOT).parts)
               for top in ("plugins", "reference") for p in (ROOT / top).rglob("__init__.py")}
     assert found - listed == set(), "add these to [tool.setuptools] packages"
+
+
+@pytest.mark.parametrize("script", sorted(p.name for p in (ROOT / "benchmarks").glob("*.py")
+                                          if p.name != "_source_tree.py"))
+def test_every_benchmark_imports_the_source_tree_before_ssl_opt(script):
+    """Run from the checkout, a benchmark measures the checkout's code, not an older installed
+    copy: ``import _source_tree`` comes before the first import of ``ssl_opt``."""
+    tree = ast.parse((ROOT / "benchmarks" / script).read_text(encoding="utf-8"))
+    order = []
+    for node in tree.body:
+        if isinstance(node, ast.Import):
+            order += [alias.name.split(".")[0] for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            order.append(node.module.split(".")[0])
+    assert "_source_tree" in order, f"{script} does not import _source_tree"
+    if "ssl_opt" in order:
+        assert order.index("_source_tree") < order.index("ssl_opt")
+
+
+def test_the_source_tree_module_puts_the_checkout_first(tmp_path):
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); import _source_tree, ssl_opt; "
+            "print(ssl_opt.__file__)")
+    out = subprocess.run([sys.executable, "-c", code, str(ROOT / "benchmarks")], cwd=tmp_path,
+                         capture_output=True, text=True, check=True).stdout.strip()
+    assert Path(out).resolve() == (ROOT / "ssl_opt" / "__init__.py").resolve()
