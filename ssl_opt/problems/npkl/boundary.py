@@ -57,6 +57,8 @@ class BoundaryReduction:
         self.reduced = NPKL.from_regularizer(
             self.schur, position[problem.pairs], problem.labels, problem.C, problem.loss,
             lambda_min_bound=problem.lambda_min_bound)
+        if self.factored_schur:  # the reduced certificate's Lanczos products: Δ̃x factored
+            object.__setattr__(self.reduced, "_delta_times", self.schur_times)
 
     def _schur_correction(self) -> np.ndarray:
         """``Δ_LU Δ_UU⁻¹ Δ_UL``, solving for blocks of columns of ``Δ_UL``."""

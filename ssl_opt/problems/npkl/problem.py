@@ -28,12 +28,13 @@ The Lagrange dual (the form the reference solves) is ``max Σ_p −C ℓ*(−y_p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
-from scipy.sparse.linalg import ArpackNoConvergence, eigsh
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, aslinearoperator, eigsh
 
 from ssl_opt._validation import (
     as_float_matrix,
@@ -55,6 +56,11 @@ from ssl_opt.solvers import Option
 LOSS_NEEDS = ("conjugate", "subgradient")
 #: Up to this size the certificate uses dense eigenvalue decompositions, above it Lanczos.
 DENSE_EIG_MAX = 1500
+#: Above DENSE_EIG_MAX, a factor Φ carried with Z gives Z's eigenvalues (from the r×r ΦᵀΦ)
+#: when ‖Z − ΦΦᵀ‖_F is at most this times max(1, λ_max(ΦΦᵀ)) (the bounds are then within it).
+FACTOR_MATCH_TOL = 1e-10
+#: ARPACK tolerance for λ_min(Z) on Z − λ_max I (relative to λ_max: kernel_psd's scale).
+PSD_LANCZOS_TOL = 1e-12
 #: A margin within this distance of a kink of a non-smooth loss is at the kink (its
 #: multiplier is free in −C ∂ℓ, [0, C] for the hinge).
 HINGE_KINK_TOL = 1e-6
@@ -269,7 +275,11 @@ class NPKL(Problem):
         at a kink (within ``HINGE_KINK_TOL``, e.g. ``|t − 1|`` for the hinge) get the ``y`` in
         that interval (``[0, C]`` for the hinge) that best satisfies ``GZ = 0`` in least squares
         (exact at an optimum, where ``G ⪰ 0, Z ⪰ 0, ⟨G, Z⟩ = 0`` give ``GZ = 0``)."""
-        t = self.margins(Z)
+        return self._multipliers(_Kernel(self.n, Z=np.asarray(Z)))
+
+    def _multipliers(self, kernel: _Kernel) -> np.ndarray:
+        """:meth:`pair_multipliers` for a kernel given densely or as a factor."""
+        t = self.labels * kernel.entries(self.pairs[:, 0], self.pairs[:, 1])
         if self.loss.smooth:
             return -self.C * self.loss.derivative(t)
         lo, hi = self.loss.subgradient_interval(t, kink_tol=HINGE_KINK_TOL)
@@ -277,10 +287,10 @@ class NPKL(Problem):
         y = upper.copy()
         kink = np.flatnonzero(upper > lower)
         if kink.size:
-            y[kink] = self._fit_kink_multipliers(Z, y, kink, lower[kink], upper[kink])
+            y[kink] = self._fit_kink_multipliers(kernel, y, kink, lower[kink], upper[kink])
         return y
 
-    def _fit_kink_multipliers(self, Z, y, kink, lower, upper) -> np.ndarray:
+    def _fit_kink_multipliers(self, kernel: _Kernel, y, kink, lower, upper) -> np.ndarray:
         i, j = self.pairs[kink, 0], self.pairs[kink, 1]
         rows = np.unique(np.concatenate([i, j]))
         k, n = kink.size, self.n
@@ -289,13 +299,13 @@ class NPKL(Problem):
         y0 = y.copy()
         y0[kink] = 0.0
         G0 = self.gradient_matrix(y0)
-        R0 = np.asarray(G0[rows] @ Z)  # residual rows of G(y) Z before the kink terms
+        R0 = kernel.left_product(G0[rows])  # residual rows of G(y) Z before the kink terms
         pos = np.searchsorted(rows, np.concatenate([i, j]))
         # y_p enters row i as −T_p/2 · Z[j, :] and row j as −T_p/2 · Z[i, :].
         src = np.concatenate([j, i])
         coef = np.concatenate([-0.5 * self.labels[kink]] * 2)
         entries = (pos[:, None] * n + np.arange(n)[None, :]).ravel()
-        vals = (coef[:, None] * Z[src]).ravel()
+        vals = (coef[:, None] * kernel.rows(src)).ravel()
         cols = np.repeat(np.concatenate([np.arange(k)] * 2), n)
         A = sp.csr_matrix((vals, (entries, cols)), shape=(rows.size * n, k))
         if A.shape[0] * k <= KINK_FIT_MAX_NNZ:  # small: dense BVLS, exact active set
@@ -305,6 +315,38 @@ class NPKL(Problem):
             fit = lsq_linear(A, -R0.ravel(), bounds=(lower, upper), method="trf", tol=1e-12,
                              lsmr_tol="auto", max_iter=2000)
         return fit.x
+
+    def _kernel_of(self, x) -> _Kernel:
+        """The point's kernel: ``x["Z"]`` (with ``x["Phi"]`` when it carries ``Z = ΦΦᵀ``'s
+        factor, checked against Z before use), or ``x["Phi"]`` alone (Z never formed)."""
+        values = getattr(x, "x", x)
+        Phi = None
+        if isinstance(values, Mapping) and values.get("Phi") is not None:
+            Phi = np.asarray(values["Phi"], dtype=np.float64)
+            if Phi.ndim != 2 or Phi.shape[0] != self.n:
+                raise InvalidInputError(
+                    f"x['Phi'] must be the factor of Z = ΦΦᵀ, an ({self.n}, r) array; got "
+                    f"shape {Phi.shape}.")
+            if "Z" not in values:
+                return _Kernel(self.n, Phi=Phi)
+        return _Kernel(self.n, Z=self.unpack(x)["Z"], Phi=Phi)
+
+    def _gradient_extremes(self, G, y: np.ndarray) -> tuple[float, float]:
+        """``(λ_min(G), λ_max(G))``: :func:`extreme_eigenvalues` of ``G`` (sparse Lanczos when
+        Δ is sparse); Lanczos on ``x ↦ Δx + Wx`` when Δ is dense but has a cheaper product
+        (the boundary problem's ``Δ̃x`` from the sparse blocks and the factor of ``Δ_UU``,
+        :meth:`~ssl_opt.problems.npkl.boundary.BoundaryReduction.schur_times`)."""
+        delta_times = getattr(self, "_delta_times", None)
+        if self.n <= DENSE_EIG_MAX or sp.issparse(G) or delta_times is None:
+            return extreme_eigenvalues(G)
+        i, j = self.pairs[:, 0], self.pairs[:, 1]
+        w = -0.5 * y * self.labels
+        W = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([i, j]),
+                                                     np.concatenate([j, i]))),
+                          shape=(self.n, self.n))
+        op = LinearOperator((self.n, self.n), dtype=np.float64,
+                            matvec=lambda v: delta_times(v.ravel()) + W @ v.ravel())
+        return _lanczos(op, "SA"), _lanczos(op, "LA")
 
     def _kkt(self, x, multipliers: str) -> dict[str, float]:
         """Relative optimality residuals (0 at an optimum; see the module docstring):
@@ -321,25 +363,28 @@ class NPKL(Problem):
           distance of y outside [0, C].
 
         ``y`` is the solver's (``x["y"]``) when given and ``multipliers="auto"``, otherwise
-        recovered from ``Z`` alone (:meth:`pair_multipliers`).
+        recovered from ``Z`` alone (:meth:`pair_multipliers`). ``Z`` may also be given as a
+        factor, ``x = {"Phi": Φ}`` with ``Z = ΦΦᵀ`` (n×r), and is then never formed. Above
+        :data:`DENSE_EIG_MAX` points no eigenvalue needs a product with a dense n×n matrix
+        when Δ is sparse and ``x`` carries ``Φ`` (:class:`_Kernel`).
         """
-        Z = self.unpack(x)["Z"]
-        if not np.all(np.isfinite(Z)):
+        kernel = self._kernel_of(x)
+        if not kernel.finite():
             return {"gradient_psd": float("inf")}
         values = getattr(x, "x", x)
         if multipliers == "auto" and "y" in values:
             y = np.asarray(values["y"], dtype=np.float64).reshape(self.m)
         else:
-            y = self.pair_multipliers(Z)
-        zmax = float(np.abs(Z).max()) if Z.size else 0.0
-        asym = _max_asymmetry(Z)
-        symmetry = asym / max(1.0, zmax)
-        Zs = Z if asym == 0.0 else 0.5 * (Z + Z.T)
+            y = self._multipliers(kernel)
+        asymmetry = kernel.asymmetry()
+        symmetry = asymmetry / max(1.0, kernel.abs_max())
+        kernel = kernel.symmetrized(asymmetry)
         G = self.gradient_matrix(y)
-        g_min, g_max = extreme_eigenvalues(G)
-        z_min, z_max = extreme_eigenvalues(Zs)
-        inner = _inner(G, Zs)
-        omega = self.objective({"Z": Zs})
+        g_min, g_max = self._gradient_extremes(G, y)
+        z_min, z_max = kernel.extremes()
+        inner = kernel.inner(G)
+        t = self.labels * kernel.entries(self.pairs[:, 0], self.pairs[:, 1])
+        omega = kernel.inner(self.Delta) + self.C * float(np.sum(self.loss.value(t)))
         scale = max(1.0, abs(omega))
         bound = max(0.0, inner) + max(0.0, -g_min) * max(omega, 0.0) / self.lambda_min_bound
         out = {
@@ -350,17 +395,121 @@ class NPKL(Problem):
             "symmetry": symmetry,
         }
         if not self.loss.smooth:
-            residual = self.loss.subgradient_residual(self.margins(Zs), -y / self.C)
+            residual = self.loss.subgradient_residual(t, -y / self.C)
             out["pair_multipliers"] = float(np.max(residual))
         return out
 
 
-def _max_asymmetry(Z: np.ndarray, rows: int = 512) -> float:
-    """``max|Z − Zᵀ|`` by blocks of rows (no n×n temporary)."""
-    out = 0.0
+class _Kernel:
+    r"""The kernel ``Z`` (n×n) of a certificate, given densely, as a factor ``Φ`` (n×r,
+    ``Z = ΦΦᵀ``), or both; the products the certificate needs without forming what is absent.
+
+    Eigenvalues: with ``Φ``, ``λ(ΦΦᵀ) = λ(ΦᵀΦ) ∪ {0}^{n−r}`` (an r×r problem). With both ``Z``
+    and ``Φ`` (above :data:`DENSE_EIG_MAX`), ``e = ‖Z − ΦΦᵀ‖_F ≥ ‖Z − ΦΦᵀ‖₂`` is computed by
+    blocks of rows and, when ``e ≤ FACTOR_MATCH_TOL · max(1, λ_max(ΦΦᵀ))``, Weyl's inequality
+    gives ``λ_min(Z) ≥ λ_min(ΦΦᵀ) − e`` and ``λ_max(Z) ≤ λ_max(ΦΦᵀ) + e``: those bounds are
+    returned (rigorous, within e of the eigenvalues). Otherwise the dense ``Z``: LAPACK up to
+    :data:`DENSE_EIG_MAX`, Lanczos above (:func:`psd_extremes`).
+    """
+
+    def __init__(self, n: int, Z: np.ndarray | None = None, Phi: np.ndarray | None = None):
+        self.n, self.Z, self.Phi = n, Z, Phi
+
+    def finite(self) -> bool:
+        if self.Z is None:
+            return bool(np.all(np.isfinite(self.Phi)))
+        # max and min propagate NaN and reach ±inf: no n×n boolean temporary
+        return self.Z.size == 0 or bool(np.isfinite(self.Z.max()) and np.isfinite(self.Z.min()))
+
+    def abs_max(self) -> float:
+        """``max|Z_ij|`` (``max_i ‖Φ_i‖²`` for a factor, by Cauchy–Schwarz)."""
+        if self.Z is None:
+            return float(np.einsum("ij,ij->i", self.Phi, self.Phi).max(initial=0.0))
+        return max(float(self.Z.max()), -float(self.Z.min())) if self.Z.size else 0.0
+
+    def asymmetry(self) -> float:
+        return 0.0 if self.Z is None else _max_asymmetry(self.Z)
+
+    def symmetrized(self, asymmetry: float) -> _Kernel:
+        """``(Z + Zᵀ)/2`` (the same kernel when ``asymmetry = max|Z − Zᵀ|`` is 0)."""
+        if asymmetry == 0.0:
+            return self
+        return _Kernel(self.n, Z=0.5 * (self.Z + self.Z.T), Phi=self.Phi)
+
+    def entries(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
+        """``Z_ij`` for index arrays (``Φ_i · Φ_j`` for a factor, by chunks)."""
+        if self.Z is not None:
+            return self.Z[i, j]
+        out = np.empty(len(i))
+        step = max(1, 4_000_000 // max(1, self.Phi.shape[1]))
+        for s in range(0, len(i), step):
+            out[s:s + step] = np.einsum("ij,ij->i", self.Phi[i[s:s + step]],
+                                        self.Phi[j[s:s + step]])
+        return out
+
+    def rows(self, idx: np.ndarray) -> np.ndarray:
+        """``Z[idx]`` (``Φ[idx] Φᵀ``)."""
+        return self.Z[idx] if self.Z is not None else self.Phi[idx] @ self.Phi.T
+
+    def left_product(self, A) -> np.ndarray:
+        """``AZ`` for a (sparse) k×n ``A`` (``(AΦ)Φᵀ``)."""
+        if self.Z is not None:
+            return np.asarray(A @ self.Z)
+        return np.asarray(A @ self.Phi) @ self.Phi.T
+
+    def inner(self, G) -> float:
+        """``⟨G, Z⟩`` over the nonzeros of a sparse ``G``; ``⟨GΦ, Φ⟩`` for a dense one."""
+        if self.Z is not None:
+            return _inner(G, self.Z)
+        if sp.issparse(G):
+            G = sp.csr_matrix(G)
+            rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
+            return float(np.dot(G.data, self.entries(rows, G.indices)))
+        return float(np.sum((np.asarray(G) @ self.Phi) * self.Phi))
+
+    def extremes(self) -> tuple[float, float]:
+        """``(λ_min(Z), λ_max(Z))`` (see the class docstring)."""
+        if self.Phi is not None and (self.Z is None or self.n > DENSE_EIG_MAX):
+            lo, hi = _factor_extremes(self.Phi)
+            if self.Z is None:
+                return lo, hi
+            e = _factor_mismatch(self.Z, self.Phi)
+            if e <= FACTOR_MATCH_TOL * max(1.0, hi):
+                return lo - e, hi + e
+        if self.n <= DENSE_EIG_MAX:
+            return extreme_eigenvalues(self.Z)
+        return psd_extremes(self.Z)
+
+
+def _factor_extremes(Phi: np.ndarray) -> tuple[float, float]:
+    """``(λ_min, λ_max)`` of ``ΦΦᵀ`` (n×n) from the r×r ``ΦᵀΦ``: its eigenvalues, and 0 when
+    r < n."""
+    n, r = Phi.shape
+    w = np.linalg.eigvalsh(Phi.T @ Phi) if r else np.zeros(0)
+    if r < n:
+        w = np.append(w, 0.0)
+    return (float(w.min()), float(w.max())) if w.size else (0.0, 0.0)
+
+
+def _factor_mismatch(Z: np.ndarray, Phi: np.ndarray, rows: int = 1024) -> float:
+    """``‖Z − ΦΦᵀ‖_F`` by blocks of rows (one GEMM per block, no n×n temporary)."""
+    total = 0.0
     for start in range(0, Z.shape[0], rows):
         block = slice(start, start + rows)
-        out = max(out, float(np.abs(Z[block] - Z[:, block].T).max(initial=0.0)))
+        D = Z[block] - Phi[block] @ Phi.T
+        total += float(np.einsum("ij,ij->", D, D))
+    return float(np.sqrt(total))
+
+
+def _max_asymmetry(Z: np.ndarray, tile: int = 256) -> float:
+    """``max|Z − Zᵀ|`` over the tiles on and above the diagonal (no n×n temporary; square
+    tiles read the transposed side with far fewer cache misses than strided columns)."""
+    out = 0.0
+    n = Z.shape[0]
+    for a in range(0, n, tile):
+        for b in range(a, n, tile):
+            D = Z[a:a + tile, b:b + tile] - Z[b:b + tile, a:a + tile].T
+            out = max(out, float(D.max(initial=0.0)), -float(D.min(initial=0.0)))
     return out
 
 
@@ -373,6 +522,32 @@ def _inner(G, Z: np.ndarray) -> float:
     return float(np.sum(G * Z))
 
 
+def _lanczos(A, which: str, tol: float = 1e-10) -> float:
+    """One extreme eigenvalue (``"SA"``/``"LA"``) by Lanczos (ARPACK), its best Ritz value if
+    it does not converge."""
+    n = A.shape[0]
+    try:
+        w = eigsh(A, k=1, which=which, tol=tol, maxiter=20 * n, return_eigenvectors=False)
+    except ArpackNoConvergence as exc:
+        w = exc.eigenvalues
+    return float(w[0]) if len(w) else float("nan")
+
+
+def psd_extremes(Z) -> tuple[float, float]:
+    """``(λ_min, λ_max)`` of a symmetric ``Z`` expected to be PSD (a kernel), by Lanczos:
+    ``λ_max`` first, then ``λ_min`` as ``λ_max + λ_min(Z − λ_max I)``. ARPACK's stopping test
+    is relative to the Ritz value, so on ``Z`` itself the smallest eigenvalue (0 up to
+    round-off, with multiplicity n − rank) is chased to ~1e-10 of itself, for hundreds of
+    products; on the shifted operator the test is relative to ``λ_max``, the scale of the
+    ``kernel_psd`` residual ``max(0, −λ_min) / max(1, λ_max)``, and a few dozen suffice."""
+    n = Z.shape[0]
+    hi = _lanczos(aslinearoperator(Z), "LA")
+    shift = max(hi, 0.0)
+    shifted = LinearOperator((n, n), dtype=np.float64, matvec=lambda v: Z @ v.ravel()
+                             - shift * v.ravel())
+    return _lanczos(shifted, "SA", tol=PSD_LANCZOS_TOL) + shift, hi
+
+
 def extreme_eigenvalues(A) -> tuple[float, float]:
     """``(λ_min, λ_max)`` of a symmetric matrix: LAPACK up to :data:`DENSE_EIG_MAX`, Lanczos
     (ARPACK) above, falling back to its best Ritz values if it does not converge."""
@@ -383,12 +558,4 @@ def extreme_eigenvalues(A) -> tuple[float, float]:
         dense = A.toarray() if sp.issparse(A) else np.asarray(A)
         w = np.linalg.eigvalsh(0.5 * (dense + dense.T))
         return float(w[0]), float(w[-1])
-    out = []
-    for which in ("SA", "LA"):
-        try:
-            w = eigsh(A, k=1, which=which, tol=1e-10, maxiter=20 * n,
-                      return_eigenvectors=False)
-        except ArpackNoConvergence as exc:
-            w = exc.eigenvalues
-        out.append(float(w[0]) if len(w) else float("nan"))
-    return out[0], out[1]
+    return _lanczos(A, "SA"), _lanczos(A, "LA")
