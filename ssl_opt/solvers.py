@@ -185,7 +185,8 @@ class Solver:
         opts = validate_options(self.options, options, f"solver {self.name!r}")
         threads = self.blas_threads(problem)
         start = time.perf_counter()
-        with _thread_pools().limit(limits=threads) if threads else contextlib.nullcontext():
+        with (_thread_pools().limit(limits=threads, user_api="blas") if threads
+              else contextlib.nullcontext()):
             solution = self._solve(problem, **opts)
         solution.time = time.perf_counter() - start
         if solution.status != FAILED:

@@ -288,11 +288,14 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         point.update(groups.multipliers(np.zeros_like(st.g)))
         cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=CHECK_ITERS)
         if cert["subgradient"] <= kkt_tol and cert.get("kink_slack", 0.0) <= gap_tol:
+            info = {"extrapolated": False, "delta": None, "sigma": sigma, "stages": 0,
+                    "monotone_violations": 0, "anderson_accepted": 0, "anderson_rejected": 0,
+                    "certificate_checks": 1, "linear_solver": step.kind,
+                    "cg_iterations": step.cg_iterations, "factor_fill": step.factor_fill,
+                    "predicted_fill": step.predicted_fill, "extrapolations": [],
+                    "last_certificate": dict(cert)}
             return Solution(point, st.phi, OPTIMAL, 0, 0.0, solver.backend, solver.name,
-                            history, info={"extrapolated": False, "delta": None,
-                                           "sigma": sigma, "stages": 0,
-                                           "linear_solver": step.kind,
-                                           "last_certificate": dict(cert)})
+                            history, info=info)
         sigma = groups.value_scale
     final_delta = opts.delta_min * sigma**2
     lowest_delta = opts.delta_floor * sigma**2
