@@ -32,6 +32,9 @@ a fixed-point iteration with:
   docs/ere.md). Once two consecutive extrapolations agree to ``max(tol, 0.1·gap_tol)``, z is
   certified and returned (``info["extrapolated"]``; it carries no δ: it is not the minimizer
   of any φ_δ).
+* **Kink-set polish** (sums of scalar norms only) — at stage ends with δ ≤ POLISH_DELTA·σ²,
+  the minimizer with the identified zero set and signs fixed, one linear solve
+  (:mod:`ssl_opt.plugins.ere.polish`), returned when certified (``info["polished"]``).
 * **Stopping, never early** — only when the problem's own certificate holds
   (``problem.kkt``: ``subgradient ≤ kkt_tol`` with the (near-)zero groups' multipliers
   optimized, and ``kink_slack ≤ gap_tol``): at an extrapolated point as above, or in the final
@@ -69,10 +72,11 @@ from ssl_opt._validation import (
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
+from ssl_opt.plugins.ere.polish import polish_scalar_groups
 from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from ssl_opt.problems.ere.groups import smoothed_multipliers, smoothed_norms, stationarity
 from ssl_opt.problems.ere.problem import ERE, LRL
-from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
+from ssl_opt.problems.ere.sum_of_norms import CERTIFICATE_ITERS, KINK_TOL, SumOfNorms
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -80,6 +84,9 @@ from ssl_opt.solvers import Option, Solver
 FLAT_STEPS = 10
 #: FISTA iterations of the solver's certificate checks (``problem.kkt(..., iterations=)``).
 CHECK_ITERS = 100
+#: Sums of scalar norms: the kink-set polish is tried at the end of every stage with
+#: δ ≤ POLISH_DELTA·σ² (:mod:`ssl_opt.plugins.ere.polish`).
+POLISH_DELTA = 1e-6
 #: The groups are all zero at the start when their largest norm is below this times the
 #: problem's value scale: the start is then certified as it is, or σ falls back to the scale.
 ZERO_GROUPS = 1e-8
@@ -310,23 +317,53 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
     violations = checks = 0
     next_check, check_gap, last_cert = 0, 5, None
     stage_ends, extrap, result = [], [], None
+    can_polish = isinstance(problem, SumOfNorms) and problem.k == 1
+    polished, last_pattern = False, None
 
-    def certificate(x, U, delta):
+    def certificate(x, U, delta, iterations=CHECK_ITERS):
         nonlocal checks
         checks += 1
         point = problem.unpack_vector(x)
         point.update(groups.multipliers(U))
         if delta is not None:
             point["delta"] = np.array(delta)
-        cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=CHECK_ITERS)
+        cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=iterations)
         ok = cert["subgradient"] <= kkt_tol and cert.get("kink_slack", 0.0) <= gap_tol
         return cert, ok
 
+    def polish():
+        """A sum of scalar norms: the minimizer on the stage end's kink set
+        (:mod:`ssl_opt.plugins.ere.polish`), returned when it is certified."""
+        nonlocal best, last_cert, polished, last_pattern
+        tau = KINK_TOL * max(groups.value_scale, float(np.sqrt(st.sq.max(initial=0.0))))
+        pattern = np.sign(st.g[:, 0]) * (np.abs(st.g[:, 0]) > tau)
+        if last_pattern is not None and np.array_equal(pattern, last_pattern):
+            return None  # the same kink set and signs as the last attempt
+        last_pattern = pattern
+        out = polish_scalar_groups(problem, st.x, tau)
+        if out is None:
+            return None
+        xp, Up = out
+        gp = groups.values(xp)
+        phi_p = st.true_obj(xp, np.einsum("ij,ij->i", gp, gp))
+        if phi_p < best[0]:
+            best = (phi_p, xp, st.delta, Up)
+        # The zero groups' multipliers of a rank-deficient G_Z are not unique: the full FISTA
+        # budget of the certificate moves them into the balls.
+        last_cert, ok = certificate(xp, Up, None, iterations=CERTIFICATE_ITERS)
+        polished = bool(ok)
+        return (xp, phi_p) if ok else None
+
     def end_stage():
         """Record the stage's end point; Richardson-extrapolate the last two in √δ and certify
-        the extrapolation once consecutive extrapolations agree. Returns the certified point."""
+        the extrapolation once consecutive extrapolations agree; for scalar groups at small δ,
+        try the kink-set polish. Returns the certified point."""
         nonlocal best, since_best, last_cert
         stage_ends.append((st.delta, st.x.copy()))
+        if can_polish and st.delta <= POLISH_DELTA * sigma**2:
+            done = polish()
+            if done is not None:
+                return done
         if not opts.extrapolate or len(stage_ends) < 2:
             return None
         (d0, x0), (d1, x1) = stage_ends[-2:]
@@ -420,7 +457,9 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
             status = STALLED
             break
     extrapolated = False
-    if result is not None:
+    if result is not None and polished:
+        x, phi, delta, U = result[0], result[1], stage_ends[-1][0], best[3]
+    elif result is not None:
         x, phi, delta, U, extrapolated = result[0], result[1], stage_ends[-1][0], st.U, True
     elif status != OPTIMAL and best[0] < st.phi:
         phi, x, delta, U = best
@@ -434,7 +473,7 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         # Not so for an extrapolation, a best iterate from earlier, or a stage stuck at its
         # numerical floor (the δ stays in info for warm starts).
         out["delta"] = np.array(delta)
-    info = {"extrapolated": extrapolated, "delta": delta, "sigma": sigma,
+    info = {"extrapolated": extrapolated, "polished": polished, "delta": delta, "sigma": sigma,
             "stages": len(stage_ends) + 1, "monotone_violations": int(violations),
             "anderson_accepted": aa.accepted, "anderson_rejected": aa.rejected,
             "certificate_checks": checks, "linear_solver": step.kind,
