@@ -295,12 +295,7 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         point.update(groups.multipliers(np.zeros_like(st.g)))
         cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=CHECK_ITERS)
         if cert["subgradient"] <= kkt_tol and cert.get("kink_slack", 0.0) <= gap_tol:
-            info = {"extrapolated": False, "delta": None, "sigma": sigma, "stages": 0,
-                    "monotone_violations": 0, "anderson_accepted": 0, "anderson_rejected": 0,
-                    "certificate_checks": 1, "linear_solver": step.kind,
-                    "cg_iterations": step.cg_iterations, "factor_fill": step.factor_fill,
-                    "predicted_fill": step.predicted_fill, "extrapolations": [],
-                    "last_certificate": dict(cert)}
+            info = _run_info(step, sigma, delta=None, stages=0, checks=1, last_cert=cert)
             return Solution(point, st.phi, OPTIMAL, 0, 0.0, solver.backend, solver.name,
                             history, info=info)
         sigma = groups.value_scale
@@ -336,11 +331,11 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         (:mod:`ssl_opt.plugins.ere.polish`), returned when it is certified."""
         nonlocal best, last_cert, polished, last_pattern
         tau = KINK_TOL * max(groups.value_scale, float(np.sqrt(st.sq.max(initial=0.0))))
-        pattern = np.sign(st.g[:, 0]) * (np.abs(st.g[:, 0]) > tau)
+        pattern = np.sign(st.g[:, 0]) * (np.abs(st.g[:, 0]) > tau)  # 0: the kink set
         if last_pattern is not None and np.array_equal(pattern, last_pattern):
             return None  # the same kink set and signs as the last attempt
         last_pattern = pattern
-        out = polish_scalar_groups(problem, st.x, tau)
+        out = polish_scalar_groups(problem, pattern, tau)
         if out is None:
             return None
         xp, Up = out
@@ -473,16 +468,27 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         # Not so for an extrapolation, a best iterate from earlier, or a stage stuck at its
         # numerical floor (the δ stays in info for warm starts).
         out["delta"] = np.array(delta)
+    info = _run_info(step, sigma, delta=delta, stages=len(stage_ends) + 1, checks=checks,
+                     last_cert=last_cert, extrapolated=extrapolated, polished=polished,
+                     violations=int(violations), aa=aa, extrapolations=extrap)
+    return Solution(out, phi, status, it, 0.0, solver.backend, solver.name, history, info=info)
+
+
+def _run_info(step, sigma: float, *, delta, stages: int, checks: int, last_cert=None,
+              extrapolated: bool = False, polished: bool = False, violations: int = 0,
+              aa: SafeguardedAnderson | None = None, extrapolations=()) -> dict:
+    """The ``info`` of an IRLS solution (``aa``: the Anderson accelerator, None when no step
+    was taken)."""
     info = {"extrapolated": extrapolated, "polished": polished, "delta": delta, "sigma": sigma,
-            "stages": len(stage_ends) + 1, "monotone_violations": int(violations),
-            "anderson_accepted": aa.accepted, "anderson_rejected": aa.rejected,
+            "stages": stages, "monotone_violations": violations,
+            "anderson_accepted": aa.accepted if aa else 0,
+            "anderson_rejected": aa.rejected if aa else 0,
             "certificate_checks": checks, "linear_solver": step.kind,
             "cg_iterations": step.cg_iterations, "factor_fill": step.factor_fill,
-            "predicted_fill": step.predicted_fill,
-            "extrapolations": extrap}
+            "predicted_fill": step.predicted_fill, "extrapolations": list(extrapolations)}
     if last_cert is not None:
         info["last_certificate"] = dict(last_cert)
-    return Solution(out, phi, status, it, 0.0, solver.backend, solver.name, history, info=info)
+    return info
 
 
 def _below(phi_s: float):

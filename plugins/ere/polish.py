@@ -34,14 +34,13 @@ REFINE = 3
 ROUNDS = 5
 
 
-def polish_scalar_groups(problem, x: np.ndarray, tau: float):
-    """``(x_p, U_p)``: the minimizer of φ with the zero set and signs read off ``x``
-    (``|g_i| ≤ tau``) and its multipliers (m, 1), or None when the system cannot be solved.
-    A group whose sign flips at the minimizer joins the zero set and the solve is repeated
-    (at most :data:`ROUNDS` times)."""
-    g = problem.G @ x - problem.h
-    zero = np.abs(g) <= tau
-    signs = np.where(zero, 0.0, np.sign(g))
+def polish_scalar_groups(problem, signs: np.ndarray, tau: float):
+    """``(x_p, U_p)``: the minimizer of φ on the kink set ``signs == 0`` with the other groups'
+    signs fixed, and its multipliers (m, 1), or None when the system cannot be solved. A group
+    whose value falls below ``−tau`` against its sign at the minimizer joins the zero set and
+    the solve is repeated (at most :data:`ROUNDS` times)."""
+    zero = signs == 0
+    signs = signs.astype(np.float64)  # the caller's array is left as it is
     for _ in range(ROUNDS):
         out = _solve_on_kink_set(problem, zero, signs)
         if out is None:

@@ -118,8 +118,8 @@ class EREStep:
         iu, ju, diag = ei[self.uu] - l, ej[self.uu] - l, np.arange(u)
         self._N, self._perm = _pattern(sp.csr_matrix, np.concatenate([iu, ju, diag]),
                                        np.concatenate([ju, iu, diag]), u)
-        self._upper, self._perm_upper = _pattern(sp.csc_matrix, np.concatenate([iu, diag]),
-                                                 np.concatenate([ju, diag]), u)
+        self._upper_pattern, self._perm_upper = _pattern(
+            sp.csc_matrix, np.concatenate([iu, diag]), np.concatenate([ju, diag]), u)
         self._ldl = PatternLDL()
         self.predicted_fill = None
         self.kind = self._choose(linear_solver)
@@ -139,9 +139,9 @@ class EREStep:
         """Predicted seconds of one step by each path (the constants above); sets
         ``predicted_fill``."""
         p = self.problem
-        N, upper = self._assemble(np.ones(p.n_edges), np.ones(p.n))
+        N, entries = self._assemble(np.ones(p.n_edges), np.ones(p.n))
         if p.u <= PROBE_SIZES[1]:
-            ldl = self._ldl.factor_upper(upper)
+            ldl = self._ldl.factor_upper(self._upper(entries))
             fill, work = float(ldl.fill), float(ldl.refactor_work)
         else:
             fill = predicted_fill(N, PROBE_SIZES)
@@ -154,16 +154,23 @@ class EREStep:
         return {"factor": factor, "cg": CG_STEPS_GUESS * per_cg}
 
     def _assemble(self, s_edges: np.ndarray, s_points: np.ndarray) -> tuple[sp.csr_matrix,
-                                                                             sp.csc_matrix]:
-        """``N = L̂_uu + α S_u`` in its fixed CSR pattern, and its upper triangle in CSC."""
+                                                                             np.ndarray]:
+        """``N = L̂_uu + α S_u`` in its fixed CSR pattern, and its entries in the order
+        [uu edges; diagonal] (:meth:`_upper` places them in the upper triangle)."""
         p, l = self.problem, self.problem.l
         a = p.edge_w * s_edges
         deg = (np.bincount(p.edge_i, a, p.n) + np.bincount(p.edge_j, a, p.n))[l:]
         off, diag = -a[self.uu], deg + p.alpha * s_points[l:]
-        N, upper = self._N.copy(), self._upper.copy()
+        N = self._N.copy()
         N.data = np.concatenate([off, off, diag])[self._perm]
-        upper.data = np.concatenate([off, diag])[self._perm_upper]
-        return N, upper
+        return N, np.concatenate([off, diag])
+
+    def _upper(self, entries: np.ndarray) -> sp.csc_matrix:
+        """The upper triangle of N in its fixed CSC pattern, from :meth:`_assemble`'s entries
+        (built only for the factor path)."""
+        upper = self._upper_pattern.copy()
+        upper.data = entries[self._perm_upper]
+        return upper
 
     def __call__(self, z: np.ndarray | None, s: np.ndarray, rtol: float) -> np.ndarray:
         """argmin of ``tr(FᵀL̂F) + α Σ s_i‖r_i‖² + β‖W‖²`` with ``F_l = Y`` (module doc), from
@@ -191,7 +198,7 @@ class EREStep:
         a = p.edge_w * s_e
         ul = self.ul
         Lul_Y = sp.csr_matrix((a[ul], (p.edge_j[ul] - l, p.edge_i[ul])), shape=(u, l)) @ p.Y
-        N, upper = self._assemble(s_e, s_p)
+        N, entries = self._assemble(s_e, s_p)
         Xu = self.Xu
         Xu_d = Xu.toarray() if sp.issparse(Xu) else Xu
         U = alpha * s_u[:, None] * np.hstack([Xu_d, np.ones((u, 1))])
@@ -201,7 +208,7 @@ class EREStep:
             return N @ V - U @ la.cho_solve(Kc, U.T @ V, check_finite=False)
 
         if self.kind == "factor":
-            fac = self._ldl.factor_upper(upper)
+            fac = self._ldl.factor_upper(self._upper(entries))
             self.factor_fill = fac.fill
             NU = fac.solve(U)
             C = K - U.T @ NU
