@@ -34,10 +34,17 @@ Parts (stdout is the report, progress goes to stderr):
     center when that center is within 1.2× its own distance), transductive (scores F, or XW + b
     for LRL, thresholds τ_k = mean model score of the labeled positives) and out-of-sample
     (``Wᵀx + b`` on held-out points).
+(f) Linear solvers: on the n = 1,000, c = 3 system, one refactorization of N in its fixed
+    pattern (the factor path, QDLDL) against a new SuperLU factorization, one BLAS thread as
+    IRLS runs; then ``linear_solver="auto"``'s pick and time against each path forced, at
+    n = 1,000–4,000, d = 10–50, c = 3–10 (``--quick``: the two n = 1,000 rows).
+(g) Graph-TV denoising on a 60 × 60 grid (``SumOfNorms`` with 7,080 scalar groups, most at
+    their kink; ``--quick``: 20 × 20): IRLS with its kink-set polish against Clarabel, with
+    each point's subgradient residual (``problem.kkt``).
 
 Run from the repository root::
 
-    python benchmarks/bench_ere.py            # full, ~2.5 min on 2 cores
+    python benchmarks/bench_ere.py            # full, ~4 min on 2 cores
     python benchmarks/bench_ere.py --quick    # ~1 min smoke test
 """
 
@@ -300,13 +307,94 @@ def part_e(args) -> None:
                  "macro_F1_test", "micro_F1_test"], rows)
 
 
+# ------------------------------------------------------------------------------ (f)
+
+
+def part_f(args) -> None:
+    """The factor path's refactorization against a new SuperLU factorization of the same N,
+    and ``linear_solver="auto"``'s pick against each path forced."""
+    import scipy.sparse as sp
+    from threadpoolctl import threadpool_limits
+
+    from ssl_opt.numerics.factor import SPDFactor
+    from ssl_opt.plugins.ere.weighted_ls import EREStep
+
+    print("\n## (f) IRLS linear solvers: refactored LDLᵀ vs SuperLU; auto's pick\n")
+    problem = instance(1000, 10, 3, 10, 1.0, 0.05, 0.05, 0, l_per_class=5)
+    step = EREStep(problem, "factor")
+    rng = np.random.default_rng(0)
+    N, entries = step._assemble(rng.random(problem.n_edges) + 0.1, rng.random(problem.n) + 0.1)
+    upper = step._upper(entries)
+    with threadpool_limits(1):  # as IRLS runs its steps
+        step._ldl.factor_upper(upper)
+        t_ldl = min(_seconds(lambda: step._ldl.factor_upper(upper)) for _ in range(5))
+        t_lu = min(_seconds(lambda: SPDFactor(sp.csc_matrix(N))) for _ in range(5))
+    print(f"n = 1,000, c = 3: N is {N.shape[0]}×{N.shape[0]} with {N.nnz:,} non-zeros, "
+          f"{step._ldl.fill:,} in L; LDLᵀ refactor {t_ldl * 1e3:.1f} ms, new SuperLU "
+          f"factorization {t_lu * 1e3:.1f} ms\n")
+    cases = [(1000, 10, 3), (1000, 10, 10), (2000, 10, 3), (2000, 10, 10), (4000, 10, 3),
+             (3000, 50, 10)]
+    if args.quick:
+        cases = cases[:2]
+    rows = []
+    for n, d, c in cases:
+        problem = instance(n, d, c, 10, 1.0, 0.05, 0.05, 0, l_per_class=max(2, n // 200))
+        times, pick = {}, None
+        for ls in ("auto", "factor", "cg"):
+            log(f"(f) n={n} d={d} c={c}: {ls}")
+            sol = ssl_opt.solve(problem, solver="irls", linear_solver=ls)
+            times[ls] = sol.time
+            pick = sol.info["linear_solver"] if ls == "auto" else pick
+        rows.append([f"n={n:,} d={d} c={c}", f"{pick}, {times['auto']:.2f} s",
+                     fmt(times["factor"], ".2f"), fmt(times["cg"], ".2f")])
+    print_table(["instance", "auto picks", "factor_s", "cg_s"], rows)
+
+
+def part_g(args) -> None:
+    """Graph-TV denoising on an m×m grid, a sum of scalar norms: IRLS (kink-set polish) against
+    Clarabel, with the subgradient residual of each point."""
+    import scipy.sparse as sp
+
+    from ssl_opt.problems import SumOfNorms
+
+    m = 20 if args.quick else 60
+    print(f"\n## (g) graph TV on a {m} × {m} grid (SumOfNorms, scalar groups)\n")
+    rng = np.random.default_rng(0)
+    idx = np.arange(m * m).reshape(m, m)
+    edges = np.vstack([np.c_[idx[:, :-1].ravel(), idx[:, 1:].ravel()],
+                       np.c_[idx[:-1].ravel(), idx[1:].ravel()]])
+    e = len(edges)
+    G = sp.csr_matrix((np.r_[np.ones(e), -np.ones(e)],
+                       (np.r_[np.arange(e), np.arange(e)], np.r_[edges[:, 0], edges[:, 1]])),
+                      shape=(e, m * m))
+    y = (idx // (m // 3)).ravel() % 2 + 0.3 * rng.standard_normal(m * m)
+    problem = SumOfNorms(sp.eye(m * m), -y, G, np.zeros(e), 1, np.full(e, 0.2))
+    log("(g) Clarabel")
+    ref = ssl_opt.solve(problem, solver="cvxpy")
+    log("(g) IRLS")
+    sol = ssl_opt.solve(problem, solver="irls")
+    rows = [[name, s.status, s.iterations, fmt(s.time, ".2f"),
+             fmt((s.objective - ref.objective) / abs(ref.objective), ".1e"),
+             fmt(problem.kkt(s.x)["subgradient"], ".1e"),
+             "yes" if s.info.get("polished") else "-"]
+            for name, s in (("Clarabel", ref), ("IRLS", sol))]
+    print_table(["solver", "status", "iterations", "time_s", "gap to Clarabel",
+                 "subgradient residual", "polished"], rows)
+
+
+def _seconds(fn) -> float:
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--clarabel-cap", type=float, default=0.0,
                         help="run Clarabel on the large instance with this wall-clock cap (s)")
     parser.add_argument("--max-iter", type=int, default=10_000)
-    parser.add_argument("--parts", default="abcde")
+    parser.add_argument("--parts", default="abcdefg")
     args = parser.parse_args()
     for line in header_lines("bench_ere.py" + (" --quick" if args.quick else "")):
         print(line)
@@ -323,6 +411,10 @@ def main() -> int:
         part_d(args)
     if "e" in args.parts:
         part_e(args)
+    if "f" in args.parts:
+        part_f(args)
+    if "g" in args.parts:
+        part_g(args)
     print(f"\ntotal {time.perf_counter() - start:.0f} s")
     return 0
 

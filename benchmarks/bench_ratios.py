@@ -29,10 +29,13 @@ Parts (stdout is the report, progress goes to stderr):
 (f) NPKL BCD against the boundary SDP with SCS at l ≈ 450 (double spiral, n = 500, the
     paper's constraint density; Clarabel, slower from l ≈ 180 and ~22 GB here, is left to
     ``bench_npkl.py`` (c)). Target ≥ 50× the faster SDP.
+(g) PCG to tolerance on two moons (n = 1,000 / 2,000 / 4,000) with the process's BLAS threads
+    and with one, idle and under the load of (c): the measurement behind PCG keeping the
+    process's setting while MFN/TSVM/DA take one thread.
 
 A summary table closes the report. Run from the repository root::
 
-    python benchmarks/bench_ratios.py            # full, ~12 min on 2 cores
+    python benchmarks/bench_ratios.py            # full, ~14 min on 2 cores
     python benchmarks/bench_ratios.py --quick    # ~2 min: smaller instances, no (f)
 """
 
@@ -339,13 +342,47 @@ def part_f(args) -> None:
            f"{worst:.0f}×", worst >= 50.0)
 
 
+# ------------------------------------------------------------------------------ (g)
+
+
+def part_g(args) -> None:
+    """PCG's BLAS threading: to tolerance on two moons with the process's threads and with
+    one, on an idle machine and with :func:`machine_loaded`."""
+    from threadpoolctl import threadpool_limits
+
+    sizes = (1000, 2000) if args.quick else (1000, 2000, 4000)
+    print("\n## (g) PCG with the process's BLAS threads and with one, idle and loaded\n")
+    problems = {}
+    for n in sizes:
+        inst = make_instance("two_moons", n, 10, 10, seed=0)
+        cfg = inst["cfg"]
+        problems[n] = LapSVM(inst["K"], inst["L"], inst["data"].y, cfg["gamma_A"],
+                             cfg["gamma_I"])
+    times = {}
+    for loaded in (False, True):
+        with machine_loaded() if loaded else _nothing():
+            for n, problem in problems.items():
+                for threads in (None, 1):
+                    log(f"(g) n={n} loaded={loaded} threads={threads or 'process'}")
+                    with threadpool_limits(threads) if threads else _nothing():
+                        _, t, _ = best_of(lambda p=problem: ssl_opt.solve(p, solver="pcg"),
+                                          args.repeat)
+                    times[(n, threads, loaded)] = t
+    rows = [[n, fmt(times[(n, None, False)], ".3f"), fmt(times[(n, 1, False)], ".3f"),
+             fmt(times[(n, 1, False)] / times[(n, None, False)], ".2f"),
+             fmt(times[(n, None, True)], ".3f"), fmt(times[(n, 1, True)], ".3f"),
+             fmt(times[(n, 1, True)] / times[(n, None, True)], ".2f")] for n in sizes]
+    print_table(["n", "idle: process_s", "one_s", "one/process", "loaded: process_s",
+                 "one_s", "one/process"], rows)
+
+
 # ------------------------------------------------------------------------------ main
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
-    parser.add_argument("--parts", default="abcdef")
+    parser.add_argument("--parts", default="abcdefg")
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args(argv)
     if args.quick:
@@ -353,7 +390,8 @@ def main(argv=None) -> int:
         args.parts = args.parts.replace("f", "")
     for line in header_lines("speed and convergence targets, one run"):
         print(line)
-    parts = {"a": part_a, "b": part_b, "c": part_c, "d": part_d, "e": part_e, "f": part_f}
+    parts = {"a": part_a, "b": part_b, "c": part_c, "d": part_d, "e": part_e, "f": part_f,
+             "g": part_g}
     for key in args.parts:
         parts[key](args)
     print("\n## Summary\n")

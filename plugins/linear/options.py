@@ -29,7 +29,6 @@ SWITCHING_OPTIONS = {
 def one_blas_thread_on_sparse_x(solver, problem) -> int | None:
     """``Solver.blas_threads`` of MFN, TSVM and DA: one BLAS thread on a sparse X. The products
     are scipy's (single-threaded) and BLAS only sees vector operations, where a second thread
-    gained nothing and, with another process on the machine, made the solves 5–10× slower
-    (40,000 × 10,000 text; ``benchmarks/bench_ratios.py`` (c) measures it). A dense X keeps
-    the process setting (its products are BLAS-2)."""
+    gained nothing idle and slowed the solves under load (``benchmarks/bench_ratios.py`` (c);
+    docs/linear_s3vm.md). A dense X keeps the process setting (its products are BLAS-2)."""
     return 1 if sp.issparse(problem.design.X) else None

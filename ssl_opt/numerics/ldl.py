@@ -4,9 +4,8 @@ Iterative reweighting (IRLS [004 Alg. 1]) factors a matrix of the same sparsity 
 every step: a weighted graph Laplacian plus a diagonal, or ``Q + GᵀDG``. :class:`PatternLDL`
 does the fill-reducing ordering (AMD) and the symbolic analysis once and only the numeric
 factorization per step, with QDLDL [Stellato et al., OSQP; the ``qdldl`` package OSQP
-installs]: on the n = 1,000 ERE system (15,600 nonzeros, 70,000 in L) a numeric refactor takes
-3 ms where SuperLU's full factorization takes 10 ms (``benchmarks/bench_ere.py`` (b) measures
-the solver end to end).
+installs]: on the n = 1,000 ERE system (15,600 nonzeros, 72,000 in L) a numeric refactor takes
+2.3 ms where SuperLU's full factorization takes 8.2 ms (``benchmarks/bench_ere.py`` (f)).
 
 QDLDL does not pivot, so it is meant for symmetric positive definite (or quasi-definite)
 matrices; :meth:`PatternLDL.check_positive` verifies ``D > 0`` when the caller cannot know it.
