@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import numbers
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -184,6 +185,12 @@ class Solver:
             )
         opts = validate_options(self.options, options, f"solver {self.name!r}")
         threads = self.blas_threads(problem)
+        valid = threads is None or (isinstance(threads, numbers.Integral)
+                                    and not isinstance(threads, bool) and threads >= 1)
+        if not valid:
+            raise InvalidInputError(
+                f"solver {self.name!r}: blas_threads(problem) must return None or an int >= 1, "
+                f"got {threads!r}.")
         start = time.perf_counter()
         with (_thread_pools().limit(limits=threads, user_api="blas") if threads
               else contextlib.nullcontext()):

@@ -188,3 +188,18 @@ def test_linear_solvers_take_one_blas_thread_on_sparse_x_only():
                           (TSVM(sp.csr_matrix(X), y[:10], 1e-2, 1.0), "tsvm")):
         assert solvers[name].blas_threads(problem) == 1
 
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, "2"])
+def test_a_bad_blas_threads_declaration_is_a_clear_error(bad):
+    from ssl_opt.exceptions import InvalidInputError
+
+    class BadThreads(ThreadProbe):
+        name = "test-bad-threads"
+
+        def blas_threads(self, problem):
+            return bad
+
+    problem = LapSVM(np.eye(4), np.eye(4), np.array([1.0, -1.0]), 1.0, 1.0)
+    with pytest.raises(InvalidInputError, match="blas_threads"):
+        BadThreads().solve(problem)
