@@ -13,10 +13,11 @@ import time
 
 import numpy as np
 import scipy.sparse as sp
+import scipy.sparse.linalg as spla
 
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.manifold.iterates import check_curvature
-from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
+from ssl_opt.plugins.manifold.reduced_system import ReducedSystem, SystemData
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import OPTIMAL, Solution
 from ssl_opt.solvers import Solver
@@ -89,6 +90,40 @@ def solve_columns(problems: list) -> list[Solution]:
                                   info={"tolerance_family": LapRLSDirect.tolerance_family,
                                         "shared_factorization": len(problems)}))
     return solutions
+
+
+def solve_targets(K: np.ndarray, L, T: np.ndarray, gamma_A: float, gamma_I: float,
+                  bias: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(α, b)`` (n×c, c) minimizing, for every column k of the real-valued targets T (l×c),
+
+        J_k = ½ ( Σ_{i≤l} (f_ik − T_ik)² + γ_A α_kᵀKα_k + γ_I f_kᵀLf_k ),  f = Kα + 1bᵀ,
+
+    by one LU of the reduced system of [000 eq. 14] with c right-hand sides: ``(J_L K + γ_A I +
+    γ_I LK) α_k + (J_L 1 + γ_I L1) b_k = J_Lᵀ T_k`` and the bias row ``Σ_{i≤l} T_ik``. The
+    matrix depends on K, L, the γs, the bias and l, not on T (docs/design.md §7): the same
+    system as :func:`solve_columns`, for targets that need not be ±1 (K dense, γ_A > 0; L any
+    symmetric PSD matrix or operator). Raises ``InvalidInputError`` when K or L is found
+    indefinite along a solution column (:func:`check_curvature`)."""
+    T = np.asarray(T, dtype=np.float64)
+    l = T.shape[0]
+    data = SystemData(K, L, float(gamma_A), float(gamma_I), l, bool(bias))
+    rhs_alpha = np.zeros((data.n, T.shape[1]))
+    rhs_alpha[:l] = T
+    alphas, bs = ReducedSystem(data).solve_many(np.ones(l), rhs_alpha, T.sum(axis=0))
+    # The stationary point is the minimizer only if every J_k is convex (K, L PSD).
+    K_alpha = K @ alphas
+    F = K_alpha + (bs[None, :] if bias else 0.0)
+    LF = data.L_dot(F)
+    scales = (_abs_max(K), 0.0 if isinstance(L, spla.LinearOperator) else _abs_max(L))
+    for k in range(T.shape[1]):
+        check_curvature(alphas[:, k], K_alpha[:, k], F[:, k], LF[:, k], scales)
+    return alphas, (bs if bias else np.zeros(T.shape[1]))
+
+
+def _abs_max(M) -> float:
+    if sp.issparse(M):
+        return float(abs(M).max()) if M.nnz else 0.0
+    return float(max(M.max(), -M.min())) if M.size else 0.0  # no n×n temporary
 
 
 @hookimpl

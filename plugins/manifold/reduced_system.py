@@ -13,6 +13,8 @@ is formed once per solve (sparse L times dense K); only the l labeled rows chang
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
@@ -70,3 +72,26 @@ class ReducedSystem:
         sol = sla.solve(A, np.vstack([rhs_b[None, :], rhs_alpha]), overwrite_a=True,
                         check_finite=False)
         return sol[1:], sol[0]
+
+
+@dataclass(frozen=True, eq=False)
+class SystemData:
+    """What :class:`ReducedSystem` reads of a problem, without a :class:`LapSVM`: a dense K
+    (n×n), L (an array, a sparse matrix or a products-only operator), ``γ_A > 0``, ``γ_I``, the
+    number ``l`` of labeled points (the first l) and whether there is a bias. The system does
+    not depend on the labels, so this is all a multi-output LapRLS with real-valued targets
+    needs (:func:`~ssl_opt.plugins.manifold.laprls_direct.solve_targets`)."""
+
+    K_dense: np.ndarray
+    L: object
+    gamma_A: float
+    gamma_I: float
+    l: int
+    bias: bool
+
+    @property
+    def n(self) -> int:
+        return self.K_dense.shape[0]
+
+    def L_dot(self, v: np.ndarray) -> np.ndarray:
+        return np.asarray(self.L @ v, dtype=np.float64)
