@@ -12,9 +12,9 @@ Parts (stdout is the report, progress goes to stderr):
     10): the last row is the ≥10 s comparison of the issue; the crossover is the smallest
     size where the fast path is faster.
 (b) Families as compositions: ``problem.as_model()`` solved by the family's solver through the
-    lowering (must equal the direct solve, and cost no more) and by the generic solver that
-    applies once the lowering is not used, e.g. ``newton-cg`` for LapSVM — "how much a paper's
-    solver buys".
+    lowering (must equal the direct solve, and cost no more) and by the generic solvers that
+    apply once the lowering is not used, e.g. ``newton-cg`` and ``irls-newton`` for LapSVM —
+    "how much a paper's solver buys".
 
 Run from the repository root::
 
@@ -73,9 +73,14 @@ def variant_rows(name: str, sizes, ref_cap: float) -> list[str]:
         sol, t_fast = timed(lambda m=model, f=fast_name: ssl_opt.solve(m, solver=f))
         gap = (sol.objective - ref.objective) / max(1.0, abs(ref.objective))
         passed = ssl_opt.certify(model, sol, reference=ref).passed if ref.optimal else None
+        newton = "—"
+        if fast_name != "irls-newton" and not registry.get_solver("irls-newton").missing(model):
+            log(f"{name} n={size}: irls-newton ...")
+            other, t_other = timed(lambda m=model: ssl_opt.solve(m, solver="irls-newton"))
+            newton = f"{t_other:.3g} ({other.status})"
         rows.append(f"| {name} | {size} | {model.size} | {t_ref:.3g} ({ref.status}) | "
                     f"{fast_name} | {t_fast:.3g} ({sol.status}) | {t_ref / t_fast:.1f}× | "
-                    f"{gap:+.1e} | {passed} | {auto} |")
+                    f"{gap:+.1e} | {passed} | {auto} | {newton} |")
         print(rows[-1], flush=True)
         if t_ref >= ref_cap:
             break
@@ -105,6 +110,11 @@ def family_rows(quick: bool) -> None:
     print("| family | size | family solver direct (s) | through as_model (s) | same result | "
           "generic solver | generic (s) | generic / family | generic status, gap |")
     print("|---|---|---|---|---|---|---|---|---|")
+    # irls-newton assembles the Hessian: not on LASS (simplex rows) nor on the 64,000-feature
+    # LinearSVM (XᵀDX would be a sparse LDLᵀ of 64,000 unknowns with heavy fill).
+    cases += [(label, problem, family_solver, "irls-newton")
+              for label, problem, family_solver, _ in list(cases)
+              if label not in ("LASS", "LinearSVM")]
     for label, problem, family_solver, generic in cases:
         model = problem.as_model()
         log(f"{label}: {family_solver} direct / lowered / {generic} ...")
@@ -133,8 +143,9 @@ def main(argv=None) -> None:
     print(f"numpy {np.__version__}, ssl_opt {ssl_opt.__version__}\n")
     print("## (a) Variants: fast path against the CVXPY reference\n")
     print("| variant | size | unknowns | reference s (status) | fast solver | fast s (status) | "
-          "speed-up | gap to reference | certified | auto picks |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "speed-up | gap to reference | certified | auto picks | irls-newton s (when not "
+          "picked) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in args.only or GRIDS:
         sizes = GRIDS[name][:2] if args.quick else GRIDS[name]
         variant_rows(name, sizes, args.ref_cap)

@@ -124,23 +124,36 @@ def missing(model: Model) -> list[str]:
 
 
 def cost(model: Model) -> float:
-    """Interior point on the assembled program, about 25 iterations: a dense m×k map costs
-    O(m·k·min(m, k)) per factorization, sparse ones grow like (nnz + N)^1.5; exponential cones
-    (entropy, logistic) take several times the iterations and work of a QP (measured: LASS with
-    an entropy at N = 3000, 3–9 s)."""
+    """Interior point on the assembled program, about 25 iterations: a map with a dense factor
+    enters the program as its dense product (``D·K`` for graph TV on a kernel expansion: an
+    m×n block; any map of a reparameterized kernel variable), costing O(rows·cols·min(rows, cols)) per factorization; sparse maps grow like
+    (nnz + N)^1.5; exponential cones (entropy, logistic) take several times the iterations
+    and work of a QP (measured: LASS with an entropy at N = 3000, 3–9 s)."""
     dense, nnz = 0.0, model.size
+    substituted = set(_kernel_substitutions(model))  # α = R⁻ᵀh: every map of α is dense
     for term in model.all_terms:
-        for _, m in term.argument.parts:
-            for M in matrices(m):
-                if isinstance(M, np.ndarray):
-                    dense += float(M.shape[0]) * M.shape[1] * min(M.shape)
-                else:
-                    nnz += getattr(M, "nnz", 0)
+        for var, m in term.argument.parts:
+            if var.name in substituted or any(isinstance(M, np.ndarray) for M in matrices(m)):
+                rows = float(m.out_shape[0]) if m.out_shape else 1.0
+                cols = float(m.in_shape[0]) if m.in_shape else 1.0
+                dense += rows * cols * min(rows, cols)
+            else:
+                nnz += sum(getattr(M, "nnz", 0) for M in matrices(m))
+        own = getattr(term, "M", None)
+        if isinstance(own, np.ndarray):
+            dense += float(own.shape[0]) ** 3
     seconds = 0.05 + 25 * (1.5e-10 * dense + 5e-9 * nnz**1.5)
     if model.structure.program_class == "exponential-cone":
         seconds *= 8.0
+    elif dense and model.nonsmooth_terms:
+        seconds *= NONSMOOTH_DENSE_FACTOR
     return seconds
 
+
+#: Clarabel on a non-smooth program with dense blocks (a kernel expansion plus graph TV or ℓ1)
+#: took 2–6× the QP model above (LapSVM + TV, LapRLS + ℓ1 at n = 250–1000, benchmarks/
+#: bench_modeling.py).
+NONSMOOTH_DENSE_FACTOR = 3.0
 
 
 FORMULATION = Formulation(Model, build, recover, missing, cost)

@@ -103,8 +103,8 @@ def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, f
 
 
 def worst(residuals: dict[str, float]) -> float:
-    """The largest residual (0 when none is measured)."""
-    return max(residuals.values(), default=0.0)
+    """The largest residual (0 when none is measured; a NaN counts as +inf)."""
+    return max((v if v == v else np.inf for v in residuals.values()), default=0.0)
 
 
 __all__ = ["History", "ModelSolver", "SmoothPart", "certificate_residual", "lacking", "worst"]

@@ -56,7 +56,8 @@ class Model(Problem):
         "kink_tol": Option(1e-6, "argument entries within kink_tol·max(1, scale) of a kink of "
                                  "a non-smooth term count as at the kink", check_nonnegative),
         "max_iter": Option(2000, "iterations of the certificate's minimization over the "
-                                 "subgradients", integer(1)),
+                                 "subgradients (0: the residual at the solution's multipliers, "
+                                 "an upper bound)", integer(0)),
         "tol": Option(1e-10, "relative accuracy of that minimization", check_positive),
         "verbose": Option(False, "print the certificate's iterations", check_bool),
     }
@@ -194,6 +195,11 @@ class Model(Problem):
             out[v.name] = slice(start, start + size)
             start += size
         return out
+
+    @property
+    def slices(self) -> dict[str, slice]:
+        """Each variable's entries in the flat vector of :meth:`pack`."""
+        return dict(self._slices)
 
     def pack(self, x: Mapping[str, np.ndarray]) -> np.ndarray:
         """The variables as one flat vector (in declaration order)."""

@@ -11,7 +11,9 @@ in a convex set the term projects onto (``Term.project_subgradient``; entries wi
 ``kink_tol·max(1, scale)`` of a kink count as at the kink) — is taken by FISTA with adaptive
 restart on ``½‖r(u)‖²``, step ``1/‖A‖²`` (power iteration), started from the multipliers a
 solver attached to its solution (``Solution.info["multipliers"]``, one array per non-smooth
-term and constraint in model order) or from the projection of 0. Any feasible ``u`` bounds the
+term and constraint in model order) or from the projection of 0; ``max_iter = 0`` evaluates
+the residual at (the projection of) those multipliers only, the cheap upper bound a solver
+checks before paying for the minimization. Any feasible ``u`` bounds the
 minimum from above, so an early stop never understates the residual.
 
 A non-smooth term that cannot project onto its subdifferential (a user term with only a value
@@ -64,6 +66,8 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
     step = 1.0 / max(lipschitz, 1e-300)
     u = project(start)
     best_u, best = u, _sup(fixed + pull(u))
+    if max_iter == 0:  # the residual at the given multipliers only: an upper bound
+        return _finish(out, model, free, best_u, best, fixed_scale)
     y, t_k, previous = u, 1.0, np.inf
     for it in range(max_iter):
         r = fixed + pull(y)
@@ -88,6 +92,10 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
         previous = value
     if best > 1e-12 * max(1.0, fixed_scale):
         best_u, best = _refine(best_u, best, fixed, pull, push, project)
+    return _finish(out, model, free, best_u, best, fixed_scale)
+
+
+def _finish(out, model, free, best_u, best, fixed_scale) -> dict[str, float]:
     scale = max(1.0, fixed_scale,
                 max(_sup(model.pack(t.argument.adjoint(a))) for t, a in zip(free, best_u,
                                                                             strict=True)))

@@ -15,6 +15,11 @@ capability          method                                unlocks
 ``subdifferential`` ``project_subgradient(z, u, tol)``    the certificate of a non-smooth term
 ``mirror``          ``mirror_step(z, g, t)``              Bregman (entropy) proximal gradient
 ``bounds``          ``bounds()`` = (lo, hi) (constraints)  L-BFGS-B (a box on a variable)
+``hessian``         ``hessian(z)`` = ∇²h(z) assembled       assembled Newton and IRLS
+                    (a diagonal, sparse or dense matrix)  (``irls-newton``)
+``smoothing``       ``smoothed(z, δ)``: value, gradient   smoothing Newton (``irls-newton``)
+                    and Hessian of a smoothing ``h_δ``    on a non-smooth norm term
+                    (→ h as δ → 0)
 ==================  ====================================  ====================================
 
 A smooth term's subdifferential is ``{∇h(z)}``, so ``gradient`` gives ``subdifferential``.
@@ -34,6 +39,7 @@ from typing import ClassVar
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.expressions import Affine, as_expression
@@ -48,6 +54,8 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     "subdifferential": ("project_subgradient",),
     "mirror": ("mirror_step",),
     "bounds": ("bounds",),
+    "hessian": ("hessian",),
+    "smoothing": ("smoothed",),
 }
 
 #: Program classes, from the simplest; a model's class is the largest of its terms'.
@@ -66,6 +74,8 @@ class Term:
     #: ``prox(v, t)`` accepts ``t`` as an array of ``z``'s shape (per-entry steps), not only
     #: a scalar.
     elementwise_prox: ClassVar[bool] = False
+    #: ``hessian(z)`` does not depend on ``z`` (a quadratic term): assembled once per solve.
+    constant_hessian: ClassVar[bool] = False
 
     def __init__(self, argument: Affine, weight: float = 1.0):
         self.argument = as_expression(argument, f"the argument of {type(self).__name__}")
@@ -117,6 +127,18 @@ class Term:
 
     def prox(self, v: np.ndarray, t) -> np.ndarray:
         raise NotImplementedError(f"{self!r} has no proximal operator")
+
+    def hessian(self, z: np.ndarray):
+        """``∇²h(z)`` in the C-order flattening of ``z``: a 1-D array (the diagonal), a scipy
+        sparse matrix or a dense 2-D array (generalized at kinks, as ``hessp``)."""
+        raise NotImplementedError(f"{self!r} has no assembled Hessian")
+
+    def smoothed(self, z: np.ndarray, delta: float, hessian: bool = True
+                 ) -> tuple[float, np.ndarray, object]:
+        """``(h_δ(z), ∇h_δ(z), ∇²h_δ(z))`` of a convex smoothing ``h_δ`` of a non-smooth term
+        (``h_δ → h`` as ``δ → 0``, with ``∇h_δ(z)`` a subgradient of h up to O(√δ)); the
+        Hessian in :meth:`hessian`'s formats (None when ``hessian`` is False)."""
+        raise NotImplementedError(f"{self!r} has no smoothing")
 
     def project_subgradient(self, z: np.ndarray, u: np.ndarray, tol: float) -> np.ndarray:
         """The point of ``∂h(z')`` nearest ``u``, over the ``z'`` within ``tol`` of ``z``
@@ -173,6 +195,13 @@ class Constraint(Term):
         return self.name
 
 
+def _apply_hessian(H, v: np.ndarray) -> np.ndarray:
+    """``H·v`` for a Hessian in :meth:`Term.hessian`'s formats (diagonal, sparse, dense)."""
+    if sp.issparse(H) or np.ndim(H) == 2:
+        return np.ravel(H @ v)
+    return np.asarray(H, dtype=np.float64) * v
+
+
 def capability_table(terms) -> dict[str, frozenset[str]]:
     """``{repr(term): capabilities}`` for a readable report."""
     return {t.describe(): t.capabilities for t in terms}
@@ -184,7 +213,9 @@ def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None
     :class:`~ssl_opt.exceptions.InvalidInputError` naming the oracle that is wrong.
 
     * gradient: ``⟨∇h(z), d⟩`` against the central difference ``(h(z+εd) − h(z−εd))/2ε``;
-    * Hessian product: ``∇²h(z)d`` against ``(∇h(z+εd) − ∇h(z−εd))/2ε``;
+    * Hessian product and assembled Hessian: ``∇²h(z)d`` against ``(∇h(z+εd) −
+      ∇h(z−εd))/2ε``;
+    * smoothing: its gradient and Hessian the same way, and ``h_δ(z) → h(z)`` as δ → 0;
     * prox: at ``p = prox(v, t)``, ``t·h(p) + ½‖p − v‖²`` is not above its value at sampled
       nearby points of C (for constraints: ``p ∈ C`` and no sampled feasible point closer to
       v).
@@ -211,6 +242,37 @@ def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None
                     raise InvalidInputError(
                         f"the Hessian product of {term!r} disagrees with finite differences "
                         f"of its gradient (max error {err:.3g}); fix hessp().")
+    if "hessian" in caps and "gradient" in caps:
+        d = rng.standard_normal(z.shape)
+        eps = 1e-6 * scale
+        fd_h = np.ravel(term.gradient(z + eps * d) - term.gradient(z - eps * d)) / (2 * eps)
+        an_h = _apply_hessian(term.hessian(z), np.ravel(d))
+        err = float(np.max(np.abs(fd_h - an_h))) if z.size else 0.0
+        if err > rtol * max(1.0, float(np.max(np.abs(fd_h)))):
+            raise InvalidInputError(
+                f"the assembled Hessian of {term!r} disagrees with finite differences of its "
+                f"gradient (max error {err:.3g}); fix hessian().")
+    if "smoothing" in caps:
+        delta = (1e-2 * scale) ** 2
+        d = rng.standard_normal(z.shape)
+        eps = 1e-6 * scale
+        value, grad, hess = term.smoothed(z, delta)
+        fd = (term.smoothed(z + eps * d, delta)[0] - term.smoothed(z - eps * d, delta)[0]) / (
+            2 * eps)
+        an = float(np.sum(grad * d))
+        fd_h = np.ravel(term.smoothed(z + eps * d, delta)[1]
+                        - term.smoothed(z - eps * d, delta)[1]) / (2 * eps)
+        err_h = float(np.max(np.abs(fd_h - _apply_hessian(hess, np.ravel(d))))) if z.size else 0
+        if abs(fd - an) > rtol * max(1.0, abs(fd), abs(an)) or err_h > rtol * max(
+                1.0, float(np.max(np.abs(fd_h), initial=0.0))):
+            raise InvalidInputError(
+                f"the smoothing of {term!r} has a gradient or Hessian that disagrees with "
+                "finite differences of its value; fix smoothed().")
+        tiny = term.smoothed(z, 1e-16 * scale**2, hessian=False)[0]
+        if abs(tiny - term.value(z)) > 1e-6 * max(1.0, abs(term.value(z))):
+            raise InvalidInputError(
+                f"the smoothing of {term!r} does not tend to its value as δ → 0 "
+                f"({tiny:.6g} at δ ≈ 0 vs {term.value(z):.6g}); fix smoothed().")
     if "prox" in caps:
         v = z + rng.standard_normal(z.shape) * scale
         t = 0.7

@@ -77,5 +77,11 @@ class GraphTV(Term):
     def kink_scale(self, z):
         return self._h.kink_scale(z)
 
+    def smoothed(self, z, delta, hessian=True):
+        return self._h.smoothed(z, delta, hessian)
+
+    def norm_structure(self):
+        return self._h.norm_structure()
+
     def describe(self) -> str:
         return f"{self.name}(weight={self.weight:g}, norm={self.norm}, edges={len(self.edges[0])})"

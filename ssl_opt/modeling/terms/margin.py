@@ -92,9 +92,9 @@ class MarginLossTerm(Term):
         caps = set(super().capabilities)
         offered = self.loss.capabilities
         if "derivative" not in offered:
-            caps -= {"gradient", "hessp"}
+            caps -= {"gradient", "hessp", "hessian"}
         if "second_derivative" not in offered:
-            caps.discard("hessp")
+            caps -= {"hessp", "hessian"}
         if self._prox_fn is None:
             caps.discard("prox")
         if "subgradient" not in offered and "derivative" not in offered:
@@ -113,6 +113,10 @@ class MarginLossTerm(Term):
 
     def hessp(self, z, v):
         return self.weight * self.loss.second_derivative(self.y * z) * v
+
+    def hessian(self, z):
+        return np.ravel(self.weight * self.loss.second_derivative(self.y * z)
+                        * np.ones(np.shape(z)))
 
     def prox(self, v, t):
         if self._prox_fn is None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
+import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Term
@@ -38,6 +39,30 @@ def _weights(w, shape, owner: str) -> np.ndarray | float:
     if not np.all(np.isfinite(w)) or np.any(w < 0):
         raise InvalidInputError(f"weight of {owner} must be finite and ≥ 0 everywhere.")
     return w
+
+
+def _pseudo_huber(Z: np.ndarray, w, delta: float, hessian: bool = True):
+    """``Σ_i w_i r_i``, ``r_i = √(‖z_i‖² + δ)``, over the rows of ``Z`` [004 eq. 11], its
+    gradient ``w_i z_i/r_i`` and its Hessian, one block ``w_i(I/r_i − z_i z_iᵀ/r_i³)`` per row
+    (``w_i δ/r_i³`` for one column)."""
+    r = np.sqrt(np.sum(Z * Z, axis=1, keepdims=True) + delta)
+    wr = w / r
+    return (float(np.sum(w * r)), wr * Z,
+            row_block_hessian(Z, wr, -wr / r**2) if hessian else None)
+
+
+def row_block_hessian(Z: np.ndarray, a: np.ndarray, b: np.ndarray):
+    """The block-diagonal matrix with one block ``a_i I + b_i z_i z_iᵀ`` per row ``z_i`` of
+    ``Z`` (``a, b`` columns of length n), in the C-order flattening of Z: its diagonal (a 1-D
+    array) for one column, else a CSR matrix."""
+    n, c = Z.shape
+    if c == 1:
+        return np.ravel(a + b * Z * Z)
+    blocks = (a[:, :, None] * np.eye(c) + b[:, :, None] * Z[:, :, None] * Z[:, None, :])
+    base = np.arange(n)[:, None, None] * c
+    rows = np.broadcast_to(base + np.arange(c)[None, :, None], blocks.shape)
+    cols = np.broadcast_to(base + np.arange(c)[None, None, :], blocks.shape)
+    return sp.csr_matrix((blocks.ravel(), (rows.ravel(), cols.ravel())), shape=(n * c, n * c))
 
 
 def _soft(v, s):
@@ -74,6 +99,17 @@ class L1(Term):
     def project_subgradient(self, z, u, tol):
         return _l1_subgradient(z, u, self.w, tol)
 
+    def norm_structure(self):
+        """``(w per group, group size, ρ)`` of ``Σ_g w_g‖z_g‖ + ρ‖z‖²`` (groups: entries)."""
+        return np.ravel(np.broadcast_to(self.w, self.shape)).astype(np.float64), 1, 0.0
+
+    def smoothed(self, z, delta, hessian=True):
+        """``Σ w_i √(z_i² + δ)``, see :func:`_pseudo_huber`."""
+        z = np.asarray(z, dtype=np.float64)
+        w = np.reshape(np.broadcast_to(self.w, z.shape), (-1, 1))
+        value, grad, hess = _pseudo_huber(z.reshape(-1, 1), w, delta, hessian)
+        return value, grad.reshape(z.shape), hess
+
 
 class ElasticNet(Term):
     """``l1·‖z‖₁ + l2·‖z‖²_F`` (``l1`` a scalar or an array of z's shape, ``l2`` a scalar,
@@ -103,6 +139,19 @@ class ElasticNet(Term):
     def project_subgradient(self, z, u, tol):
         smooth = 2.0 * self.l2 * np.asarray(z, dtype=np.float64)
         return smooth + _l1_subgradient(z, u - smooth, self.l1, tol)
+
+    def norm_structure(self):
+        """``(l1 per entry, 1, l2)``: see :meth:`L1.norm_structure`."""
+        return (np.ravel(np.broadcast_to(self.l1, self.shape)).astype(np.float64), 1,
+                self.l2)
+
+    def smoothed(self, z, delta, hessian=True):
+        """``Σ l1_i √(z_i² + δ) + l2‖z‖²`` (the quadratic part exact)."""
+        z = np.asarray(z, dtype=np.float64)
+        w = np.reshape(np.broadcast_to(self.l1, z.shape), (-1, 1))
+        value, grad, hess = _pseudo_huber(z.reshape(-1, 1), w, delta, hessian)
+        return (value + self.l2 * float(np.sum(z * z)), grad.reshape(z.shape) + 2 * self.l2 * z,
+                None if hess is None else hess + 2 * self.l2)
 
     def describe(self) -> str:
         return f"{self.name}(l1={self.weight:g}, l2={self.l2:g})"
@@ -167,6 +216,19 @@ class GroupNorms(Term):
     def kink_scale(self, z):
         return float(np.max(np.linalg.norm(as_rows(z), axis=1))) if np.size(z) else 0.0
 
+    def norm_structure(self):
+        """``(w per row, row size, 0)``: see :meth:`L1.norm_structure`."""
+        rows = self.shape[0] if self.shape else 1
+        size = int(np.prod(self.shape[1:], dtype=int)) if len(self.shape) > 1 else 1
+        return np.broadcast_to(np.ravel(self.w), (rows,)).astype(np.float64), size, 0.0
+
+    def smoothed(self, z, delta, hessian=True):
+        """``Σ w_i √(‖z_i‖² + δ)``, see :func:`_pseudo_huber`."""
+        Z = as_rows(z)
+        w = np.broadcast_to(self._w_rows(), (Z.shape[0], 1))
+        value, grad, hess = _pseudo_huber(Z, w, delta, hessian)
+        return value, grad.reshape(np.shape(z)), hess
+
 
 #: The row-group ℓ2,1 norm ``Σ_i w_i ‖z_i‖₂`` (the same class as :class:`GroupNorms`).
 GroupL21 = GroupNorms
@@ -225,6 +287,16 @@ class HuberNorms(Term):
         outer = V / rs - Z * np.sum(Z * V, axis=1, keepdims=True) / rs**3
         out = self._w_rows() * np.where(inside, V / self.delta, outer)
         return out.reshape(np.shape(z))
+
+    def hessian(self, z):
+        """Block diagonal, one ``c×c`` block per row (the diagonal for a 1-D argument)."""
+        Z = as_rows(z)
+        w = np.broadcast_to(self._w_rows(), (Z.shape[0], 1))
+        r = np.linalg.norm(Z, axis=1, keepdims=True)
+        inside = r <= self.delta
+        rs = np.where(inside, 1.0, r)
+        return row_block_hessian(Z, w * np.where(inside, 1.0 / self.delta, 1.0 / rs),
+                                 w * np.where(inside, 0.0, -1.0 / rs**3))
 
     def prox(self, v, t):
         V = as_rows(v)

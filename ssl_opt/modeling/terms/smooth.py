@@ -41,6 +41,7 @@ class Linear(Term):
     name = "linear"
     program_class = "LP"
     elementwise_prox = True
+    constant_hessian = True
 
     def __init__(self, argument, c, weight=1.0):
         super().__init__(argument, weight)
@@ -61,6 +62,9 @@ class Linear(Term):
 
     def hessp(self, z, v):
         return np.zeros(np.shape(v))
+
+    def hessian(self, z):
+        return np.zeros(np.size(z))
 
     def prox(self, v, t):
         return v - t * self._coef
@@ -84,6 +88,7 @@ class SquaredError(Term):
     name = "squared_error"
     program_class = "QP"
     elementwise_prox = True
+    constant_hessian = True
 
     def __init__(self, argument, target, weight=1.0):
         super().__init__(argument, weight)
@@ -101,6 +106,9 @@ class SquaredError(Term):
     def hessp(self, z, v):
         return 2.0 * self.weight * np.asarray(v, dtype=np.float64)
 
+    def hessian(self, z):
+        return np.full(np.size(z), 2.0 * self.weight)
+
     def prox(self, v, t):
         tw = 2.0 * t * self.weight
         return (v + tw * self.target) / (1.0 + tw)
@@ -112,6 +120,7 @@ class Ridge(Term):
     name = "ridge"
     program_class = "QP"
     elementwise_prox = True
+    constant_hessian = True
 
     def value(self, z):
         return float(self.weight * np.sum(np.square(z)))
@@ -125,6 +134,9 @@ class Ridge(Term):
     def hessp(self, z, v):
         return 2.0 * self.weight * np.asarray(v, dtype=np.float64)
 
+    def hessian(self, z):
+        return np.full(np.size(z), 2.0 * self.weight)
+
     def prox(self, v, t):
         return v / (1.0 + 2.0 * t * self.weight)
 
@@ -136,6 +148,7 @@ class QuadraticForm(Term):
 
     name = "quadratic_form"
     program_class = "QP"
+    constant_hessian = True
     _matrix_name = "M"
 
     def __init__(self, argument, M, weight=1.0):
@@ -150,7 +163,7 @@ class QuadraticForm(Term):
     @property
     def capabilities(self) -> frozenset[str]:
         caps = super().capabilities
-        return caps - {"cvxpy"} if isinstance(self.M, spla.LinearOperator) else caps
+        return caps - {"cvxpy", "hessian"} if isinstance(self.M, spla.LinearOperator) else caps
 
     def _product(self, v: np.ndarray) -> np.ndarray:
         return np.asarray(self.M @ v, dtype=np.float64).reshape(np.shape(v))
@@ -164,6 +177,18 @@ class QuadraticForm(Term):
 
     def hessp(self, z, v):
         return 2.0 * self.weight * self._product(np.asarray(v, dtype=np.float64))
+
+    def hessian(self, z):
+        """``2w M`` (``2w M ⊗ I_c`` for an n×c argument, C order)."""
+        if isinstance(self.M, spla.LinearOperator):
+            raise NotImplementedError(f"{self!r} has a products-only matrix: no assembled "
+                                      "Hessian")
+        columns = self.shape[1] if len(self.shape) == 2 else 1
+        if sp.issparse(self.M):
+            M = self.M if columns == 1 else sp.kron(self.M, sp.identity(columns), format="csr")
+            return (2.0 * self.weight) * M
+        M = self.M if columns == 1 else np.kron(self.M, np.eye(columns))
+        return (2.0 * self.weight) * M
 
     def cvxpy(self, z):
         if isinstance(self.M, spla.LinearOperator):
