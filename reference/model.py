@@ -126,9 +126,10 @@ def missing(model: Model) -> list[str]:
 def cost(model: Model) -> float:
     """Interior point on the assembled program, about 25 iterations: a map with a dense factor
     enters the program as its dense product (``D·K`` for graph TV on a kernel expansion: an
-    m×n block; any map of a reparameterized kernel variable), costing O(rows·cols·min(rows, cols)) per factorization; sparse maps grow like
-    (nnz + N)^1.5; exponential cones (entropy, logistic) take several times the iterations
-    and work of a QP (measured: LASS with an entropy at N = 3000, 3–9 s)."""
+    m×n block; any map of a reparameterized kernel variable), costing
+    O(rows·cols·min(rows, cols)) per factorization; sparse maps grow like (nnz + N)^1.5;
+    exponential cones (entropy, logistic) take several times the iterations and work of a QP
+    (measured: LASS with an entropy at N = 3000, 3–9 s)."""
     dense, nnz = 0.0, model.size
     substituted = set(_kernel_substitutions(model))  # α = R⁻ᵀh: every map of α is dense
     for term in model.all_terms:

@@ -32,17 +32,14 @@ from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.named import (
     _bare,
     _is_prefix,
+    _kernel_regularizers,
     _label,
     _model_output,
-    _no_offset,
     _NoLowering,
-    _parts,
     _peel_rows,
-    _same_matrix,
-    _same_parts,
     _squared_fit,
 )
-from ssl_opt.modeling.terms import QuadraticForm, Ridge, SquaredError
+from ssl_opt.modeling.terms import Ridge, SquaredError
 from ssl_opt.plugins.manifold.laprls_direct import solve_targets
 from ssl_opt.plugins.model.common import ModelSolver
 from ssl_opt.solution import OPTIMAL, History, Solution
@@ -123,21 +120,9 @@ def _read(model: Model) -> ColumnsStructure:
     if parsed is None:
         raise _NoLowering(first_reason)
     fit, alpha, K, b, T, f_parts = parsed
-    rkhs = graph = None
-    for t in model.terms:
-        if t is fit:
-            continue
-        if isinstance(t, QuadraticForm):
-            if rkhs is None and _bare(t.argument) is alpha and _same_matrix(t.M, K):
-                rkhs = t
-                continue
-            if graph is None and _no_offset(t.argument) and _same_parts(
-                    _parts(t.argument), f_parts):
-                graph = t
-                continue
-        raise _NoLowering(f"{_label(t)} has no counterpart in {FAMILY} (its terms are the "
-                          "fit, RKHSNorm(alpha, K) and GraphQuadratic(f, L), one weight each "
-                          "for all c columns)")
+    rkhs, graph = _kernel_regularizers(model, fit, alpha, K, f_parts, lambda t: _NoLowering(
+        f"{_label(t)} has no counterpart in {FAMILY} (its terms are the fit, RKHSNorm(alpha, "
+        "K) and GraphQuadratic(f, L), one weight each for all c columns)"))
     if fit.weight <= 0:
         raise _NoLowering(f"{_label(fit)} has weight 0; {FAMILY} needs a positive fit weight")
     if rkhs is None or rkhs.weight <= 0:

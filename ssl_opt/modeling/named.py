@@ -410,6 +410,26 @@ def _identity_map(names: dict[str, str]):
 
 
 # ----------------------------------------------------------------------------- LapSVM
+def _kernel_regularizers(model: Model, main: Term, alpha, K, f_parts, extra):
+    """``(rkhs, graph)``: the RKHS norm ``αᵀKα`` (a quadratic form of the bare α with the K of
+    f) and the graph term ``fᵀLf`` (a quadratic form of f) among the terms other than
+    ``main``, None when absent; any other term raises ``extra(term)``."""
+    rkhs = graph = None
+    for t in model.terms:
+        if t is main:
+            continue
+        if isinstance(t, QuadraticForm):
+            if rkhs is None and _bare(t.argument) is alpha and _same_matrix(t.M, K):
+                rkhs = t
+                continue
+            if graph is None and _no_offset(t.argument) and _same_parts(_parts(t.argument),
+                                                                        f_parts):
+                graph = t
+                continue
+        raise extra(t)
+    return rkhs, graph
+
+
 @register_lowering("LapSVM")
 @_reasoned
 def lower_lapsvm(model: Model):
@@ -439,19 +459,8 @@ def lower_lapsvm(model: Model):
     if (rows is None and l != n) or (rows is not None and not _is_prefix(rows, l)):
         raise _NoLowering(f"the loss term is not on the first l = {l} outputs f[:{l}] (LapSVM "
                           "labels the first l points)")
-    rkhs = graph = None
-    for t in model.terms:
-        if t is loss:
-            continue
-        if isinstance(t, QuadraticForm):
-            if rkhs is None and _bare(t.argument) is alpha and _same_matrix(t.M, K):
-                rkhs = t
-                continue
-            if graph is None and _no_offset(t.argument) and _same_parts(_parts(t.argument),
-                                                                        f_parts):
-                graph = t
-                continue
-        raise _extra(t, family)
+    rkhs, graph = _kernel_regularizers(model, loss, alpha, K, f_parts,
+                                       lambda t: _extra(t, family))
     if rkhs is None or rkhs.weight <= 0:
         raise _NoLowering("LapSVM needs the RKHS norm γ_A/2 αᵀKα (RKHSNorm(alpha, K) with the K "
                           "of f, weight > 0); this model has none")
