@@ -10,6 +10,9 @@ Every θ = round(√n / 2) iterations (as the authors' code rounds it):
 * validation (Alg. 3): the validation error did not improve by at least one example
   (η = 100/|V| %) since the previous check;
 * mixed: both of the above hold at the same check (stable on U *and* no gain on V).
+
+Only f (stability) and the products ``K_val @ α`` (validation) are read: ``K_val`` may be a
+dense array or a products-only ``LinearOperator`` (|V| × n), so no rule forms a kernel matrix.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt._validation import as_float_array, as_float_matrix
 from ssl_opt.exceptions import InvalidInputError
@@ -85,19 +89,23 @@ def _check_validation(validation, n):
     if validation is None:
         raise InvalidInputError(
             "early_stopping='validation'/'mixed' needs validation=(K_val, y_val): K_val the "
-            "(|V|, n) kernel between validation and training points, y_val their ±1 labels."
+            "(|V|, n) kernel between validation and training points (an array or a "
+            "products-only LinearOperator), y_val their ±1 labels."
         )
     try:
         K_val, y_val = validation
     except (TypeError, ValueError) as exc:
         raise InvalidInputError("validation must be a pair (K_val, y_val).") from exc
-    K_val = as_float_matrix(K_val, "validation K_val", allow_sparse=False)
+    operator = isinstance(K_val, LinearOperator)
+    if not operator:
+        K_val = as_float_matrix(K_val, "validation K_val", allow_sparse=False)
     y_val = as_float_array(y_val, "validation y_val")
-    if K_val.ndim != 2 or K_val.shape[1] != n or y_val.shape != (K_val.shape[0],):
+    if len(K_val.shape) != 2 or K_val.shape[1] != n or y_val.shape != (K_val.shape[0],):
         raise InvalidInputError(
             f"validation=(K_val, y_val) needs K_val of shape (|V|, {n}) and y_val of shape "
             f"(|V|,), got {K_val.shape} and {y_val.shape}."
         )
-    if not (np.all(np.isfinite(K_val)) and np.all(np.isin(y_val, (-1.0, 1.0)))):
+    finite = operator or bool(np.all(np.isfinite(K_val)))  # an operator: products only
+    if not (finite and np.all(np.isin(y_val, (-1.0, 1.0)))):
         raise InvalidInputError("validation K_val must be finite and y_val must hold ±1 labels.")
     return K_val, y_val

@@ -17,7 +17,11 @@ import scipy.sparse.linalg as spla
 
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.manifold.iterates import check_curvature
-from ssl_opt.plugins.manifold.reduced_system import ReducedSystem, SystemData
+from ssl_opt.plugins.manifold.reduced_system import (
+    ReducedSystem,
+    SystemData,
+    dense_kernel_refusal,
+)
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import OPTIMAL, Solution
 from ssl_opt.solvers import Solver
@@ -33,6 +37,12 @@ class LapRLSDirect(Solver):
             "hinge use 'newton' or 'pcg', for the hinge 'cvxpy' or 'cvxpy-dual'")
     description = "LapRLS normal equations [000 eq. 14], one dense LU solve, O(n^3)."
     options = {}
+
+    def missing(self, problem) -> list[str]:
+        """The declared requirements, and K dense (refused for a kernel operator whose dense
+        system does not fit in memory: :func:`dense_kernel_refusal`)."""
+        reasons = super().missing(problem)
+        return reasons or dense_kernel_refusal(problem, self.name)
 
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]

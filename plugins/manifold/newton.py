@@ -24,7 +24,7 @@ from ssl_opt.plugins.manifold.iterates import (
     initial_point,
     manifold_solution,
 )
-from ssl_opt.plugins.manifold.reduced_system import ReducedSystem
+from ssl_opt.plugins.manifold.reduced_system import ReducedSystem, dense_kernel_refusal
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
@@ -48,6 +48,12 @@ class Newton(Solver):
         "max_iter": Option(50, "iteration cap", integer(0)),
         "warm_start": Option(None, "a previous Solution or dict to start from"),
     }
+
+    def missing(self, problem) -> list[str]:
+        """The declared requirements, and K dense (refused for a kernel operator whose dense
+        system does not fit in memory: :func:`dense_kernel_refusal`)."""
+        reasons = super().missing(problem)
+        return reasons or dense_kernel_refusal(problem, self.name)
 
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]

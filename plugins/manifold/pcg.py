@@ -10,6 +10,13 @@ line search of §3.2.1.
 Cost per iteration: one product ``K v`` and one ``L f_d``. ``Kα`` and ``K d`` are carried by
 the recursions ``Kα += s·Kd`` and ``Kd = −Kv + ρ·Kd`` (refreshed every ``refresh`` iterations
 against drift); neither ``LK`` nor the Hessian is ever formed.
+
+K enters only through products ``K v`` (and ``problem.entry_scales``, which for an operator
+reads ``diagonal()`` when offered): a products-only ``LinearOperator`` K (e.g.
+:class:`ssl_opt.operators.KernelOperator`) is never densified, so memory is O(n) vectors plus
+L and the operator's workspace. No Jacobi (diagonal) preconditioner is used: P = diag(1, K) is
+applied as the change of variables above, not inverted, so no diagonal of K is needed. The
+early-stopping rules read f (stability) or ``K_val @ α`` (validation; K_val may be an operator).
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from ssl_opt.plugins.manifold.iterates import (
     initial_point,
     manifold_solution,
 )
-from ssl_opt.problems.manifold.problem import LapSVM
+from ssl_opt.problems.manifold.problem import PRODUCT_SOLVER_VECTORS, LapSVM
 from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -38,6 +45,9 @@ class PCG(Solver):
     tolerance_family = "iterative"
     problem_types = (LapSVM,)
     requires = {"loss": ("derivative",)}
+    #: Reads K through products only: a kernel operator is never densified (selection counts
+    #: its vectors, not 8n², see ``LapSVM.memory_for``).
+    kernel_access = "products"
     hint = ("pcg needs a smooth loss; for the hinge use the reference backend ('cvxpy' or "
             "'cvxpy-dual')")
     description = (
@@ -68,6 +78,12 @@ class PCG(Solver):
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]
         return 5e-3 + 60 * 1.5e-9 * n**2  # ~60 iterations of one dense K product
+
+    def predicted_memory(self, problem) -> float:
+        """``PRODUCT_SOLVER_VECTORS`` n-vectors (iterates, products, temporaries) plus what one
+        product with K allocates beyond its result (an operator's workspace)."""
+        n = problem.structure.sizes["n"]
+        return 8.0 * PRODUCT_SOLVER_VECTORS * n + getattr(problem, "kernel_workspace", 0.0)
 
     def _solve(self, problem, tol, max_iter, warm_start, early_stopping, validation,
                check_every, stability_count, refresh, callback) -> Solution:

@@ -9,6 +9,9 @@ With ``Λ = diag(½ φ''(m))`` on the labeled points (zero elsewhere), the Hessi
 so a Newton step solves ``A Δ = −[∇_b; v]`` (v the preconditioned gradient) without the
 factor K. A is dense and non-symmetric: O(n³) per solve, as in the paper. ``γ_A I + γ_I LK``
 is formed once per solve (sparse L times dense K); only the l labeled rows change with Λ.
+
+It needs K dense (``problem.K_dense``): a products-only kernel operator is densified, and
+refused by the solvers built on it (:func:`dense_kernel_refusal`) when that does not fit.
 """
 
 from __future__ import annotations
@@ -21,6 +24,24 @@ import scipy.sparse as sp
 
 #: Fill of L above which ``L @ K`` is computed as a dense matrix product.
 DENSE_GEMM_FILL = 0.05
+#: n×n matrices the reduced system holds at once: K, ``γ_A I + γ_I LK`` and A (its copy).
+DENSE_MATRICES = 3
+
+
+def dense_kernel_refusal(problem, solver: str) -> list[str]:
+    """Why ``solver`` (built on :class:`ReducedSystem`) refuses ``problem``: its K is a
+    products-only operator, not yet densified, and the ``DENSE_MATRICES`` n×n float64 matrices
+    (``24n²`` bytes) exceed the memory the OS reports available. Empty otherwise."""
+    from ssl_opt.selection.measure import available_memory
+
+    if not getattr(problem, "kernel_is_operator", False) or "K_dense" in vars(problem):
+        return []
+    need, free = DENSE_MATRICES * 8.0 * problem.n**2, available_memory()
+    if need <= free:
+        return []
+    return [f"K as a dense matrix: K is a products-only operator and {solver!r} forms K and "
+            f"the n×n reduced system ({need / 2**30:.3g} GiB at n = {problem.n}, "
+            f"{free / 2**30:.3g} GiB available); use 'pcg', which needs only products with K"]
 
 
 class ReducedSystem:

@@ -4,12 +4,20 @@ Predictions come from cost models (:mod:`~ssl_opt.selection.cost_model`) fitted 
 ``ssl-opt calibrate``
 on this machine, else from the models shipped with the package, else from a solver's own
 analytic ``predicted_time``; every prediction says which.
+
+A problem stored in a form its family's calibration instances did not have corrects the memory
+through ``problem.memory_for(solver, modeled_bytes) -> (bytes, note)`` and the time through
+``problem.time_for(solver, modeled_seconds) -> (seconds, note)``: a LapSVM whose K is a
+products-only operator adds the 8n² of a dense copy (and the time to form it) to the solvers
+that read K dense, and predicts O(n) vectors and the operator's own product time for those
+that need only products (PCG). The notes are shown in the prediction and in the reason of the
+choice.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ssl_opt import registry
 from ssl_opt.exceptions import InsufficientMemoryError, InvalidInputError, UnsupportedProblemError
@@ -42,6 +50,8 @@ class Prediction:
     source: str  # "calibrated", "shipped", "analytic" or "none", with the model's key if borrowed
     size: float = math.nan
     extrapolated: bool = False
+    #: Why the problem corrected the model's memory (``problem.memory_for``), else "".
+    note: str = ""
 
 
 @dataclass
@@ -68,7 +78,8 @@ class Selection:
         lines = []
         for name, p in sorted(self.predictions.items(), key=lambda kv: _finite(kv[1].seconds)):
             mark = "*" if name == self.solver else " "
-            extra = ", extrapolated" if p.extrapolated else ""
+            extra = (", extrapolated" if p.extrapolated else "") + (f"; {p.note}" if p.note
+                                                                     else "")
             lines.append(f"{mark} {name:<16} {_seconds(p.seconds):>9}  {_bytes(p.memory):>9}  "
                          f"({p.source}{extra})")
         return "\n".join(lines)
@@ -84,6 +95,23 @@ def predict(solver, problem: Problem) -> Prediction:
     lowering = solver.lowering_for(problem)
     if lowering is not None:
         problem = lowering.problem
+    prediction = _model_prediction(solver, problem)
+    notes = []
+    memory_for = getattr(problem, "memory_for", None)
+    if memory_for is not None:
+        memory, note = memory_for(solver, prediction.memory)
+        if note:
+            prediction, notes = replace(prediction, memory=float(memory)), [note]
+    time_for = getattr(problem, "time_for", None)
+    if time_for is not None:
+        seconds, note = time_for(solver, prediction.seconds)
+        if note:
+            prediction, notes = replace(prediction, seconds=float(seconds)), notes + [note]
+    return replace(prediction, note="; ".join(notes)) if notes else prediction
+
+
+def _model_prediction(solver, problem: Problem) -> Prediction:
+    """The cost model's (or the solver's analytic) prediction, before ``memory_for``."""
     key = problem_key(problem)
     models = model_store.load_models()
     found = models.get((solver.name, key))
@@ -166,6 +194,7 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
         if lowering is not None:
             reason += (f"; this model is exactly a {type(lowering.problem).__name__}, solved "
                        f"by that family's solver {name!r}")
+        reason += _memory_reasons(name, predictions, fits, limit)
         return Selection(name, table[name].backend, reason, predictions, unsupported, limit)
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}
@@ -217,6 +246,20 @@ def _auto(refs, fast, predictions, time_budget) -> tuple[str, str] | None:
     if time_budget is not None and t_fast > time_budget:
         reason += f" (predicted {_seconds(t_fast)}, over the time budget; nothing is faster)"
     return fast[0], reason
+
+
+def _memory_reasons(name, predictions, fits, limit) -> str:
+    """What memory decided: the chosen solver's memory note, and the applicable solvers left
+    out for being predicted over ``limit`` (each with its note)."""
+    out = ""
+    if predictions[name].note:
+        out += f"; {name} ~{_bytes(predictions[name].memory)}: {predictions[name].note}"
+    over = [n for n in sorted(predictions) if n not in fits]
+    if over:
+        out += f"; predicted over the memory limit {_bytes(limit)}: " + ", ".join(
+            f"{n} ~{_bytes(predictions[n].memory)}"
+            + (f" ({predictions[n].note})" if predictions[n].note else "") for n in over)
+    return out
 
 
 def _finite(seconds: float) -> float:

@@ -18,6 +18,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
+import scipy.linalg as sla
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import LinearOperator
@@ -41,6 +42,19 @@ from ssl_opt.solvers import Option
 
 #: Density above which a sparse Laplacian is stored dense (measured crossover of matvec cost).
 DENSE_L_FILL = 0.25
+#: Memory of one block of kernel columns computed by products ``K @ E_idx`` (unit columns) for
+#: an operator without ``columns()``: the block has ``COLUMN_BLOCK_BYTES // (8n)`` columns.
+COLUMN_BLOCK_BYTES = 64 * 2**20
+#: The hinge certificate's box least squares ``min ‖A g + c‖`` (A of n(+1) rows, one column per
+#: point at a kink) is first reduced by a thin QR above this many rows: BVLS re-solves a tall
+#: least-squares problem at each of its iterations.
+LSQ_QR_MIN_ROWS = 5000
+#: n-vectors a products-only solver keeps for a kernel operator (PCG's iterates, products and
+#: temporaries, measured: ``plugins/manifold/pcg.py``); the selector's memory for it.
+PRODUCT_SOLVER_VECTORS = 24
+#: Seconds per entry of one product with a stored dense K (memory bound; measured 2.7e-10 at
+#: n = 10,000 on this 2-core machine, benchmarks/bench_scaling.py (a)).
+DENSE_PRODUCT_SECONDS = 2.7e-10
 #: Variant keys that differ from the loss's name: LapRLS is "squared" in the shipped cost models
 #: (ssl_opt/data/cost_models.json) and docs/bench.
 VARIANT_NAMES = {"square": "squared"}
@@ -171,14 +185,94 @@ class LapSVM(Problem):
     def L_dot(self, v: np.ndarray) -> np.ndarray:
         return np.asarray(self.L @ v, dtype=np.float64)
 
+    @property
+    def kernel_is_operator(self) -> bool:
+        """Whether K is a products-only ``LinearOperator`` (neither an array nor sparse)."""
+        return isinstance(self.K, LinearOperator)
+
     @cached_property
     def K_dense(self) -> np.ndarray:
-        """K as a dense array (materialized once for operator or sparse inputs)."""
+        """K as a dense array (materialized once for operator or sparse inputs: 8n² bytes).
+
+        Only the dense solvers (Newton's reduced system, laprls-direct, the CVXPY references)
+        read it; PCG, its early stopping and the certificate use products and
+        :meth:`K_columns`, so a kernel operator is never densified on that path."""
         if isinstance(self.K, np.ndarray):
             return self.K
         if sp.issparse(self.K):
             return self.K.toarray()
-        return np.asarray(self.K @ np.eye(self.n))
+        return self.K_columns(np.arange(self.n))
+
+    def K_columns(self, idx) -> np.ndarray:
+        """``K[:, idx]`` (n × len(idx)) without forming K.
+
+        An operator's own ``columns(idx)`` when it has one (e.g.
+        :class:`ssl_opt.operators.KernelOperator`), else products ``K @ E`` with unit columns
+        ``E = I[:, idx_block]`` in blocks of :data:`COLUMN_BLOCK_BYTES` (exact: one non-zero
+        per column of E)."""
+        idx = np.asarray(idx, dtype=np.intp).ravel()
+        if isinstance(self.K, np.ndarray):
+            return self.K[:, idx]
+        if "K_dense" in vars(self):
+            return self.K_dense[:, idx]
+        if sp.issparse(self.K):
+            return self.K[:, idx].toarray()
+        columns = getattr(self.K, "columns", None)
+        if callable(columns):
+            return np.asarray(columns(idx), dtype=np.float64).reshape(self.n, idx.size)
+        out = np.empty((self.n, idx.size))
+        width = max(1, COLUMN_BLOCK_BYTES // (8 * self.n))
+        for start in range(0, idx.size, width):
+            block = idx[start : start + width]
+            E = np.zeros((self.n, block.size))
+            E[block, np.arange(block.size)] = 1.0
+            out[:, start : start + block.size] = np.asarray(self.K @ E, dtype=np.float64)
+        return out
+
+    def memory_for(self, solver, modeled: float) -> tuple[float, str]:
+        """Selection's memory of ``solver`` on this problem, from the cost model's ``modeled``
+        bytes (fitted on dense-K instances, where K is input, not extra memory).
+
+        For a kernel operator a solver that reads only products (``kernel_access =
+        "products"``: PCG) keeps ``PRODUCT_SOLVER_VECTORS`` n-vectors plus the operator's
+        product workspace (``bytes_in_flight`` when it says) — its analytic
+        ``predicted_memory`` when it has one; any other solver densifies K (:attr:`K_dense`):
+        ``modeled + 8n²``. Returns ``(bytes, note)``; the note is empty when nothing changes."""
+        if not self.kernel_is_operator or "K_dense" in vars(self):
+            return modeled, ""
+        if getattr(solver, "kernel_access", "dense") == "products":
+            own = float(solver.predicted_memory(self))
+            if own != own:
+                own = 8.0 * PRODUCT_SOLVER_VECTORS * self.n + self.kernel_workspace
+            return own, "K is a products-only operator: O(n) vectors, K never formed"
+        dense = 8.0 * self.n**2
+        return (modeled if modeled == modeled else 0.0) + dense, (
+            f"K is a products-only operator: + {dense / 2**30:.3g} GiB (8n²) for its dense copy")
+
+    def time_for(self, solver, modeled: float) -> tuple[float, str]:
+        """Selection's time of ``solver``, from the cost model's ``modeled`` seconds (fitted on
+        stored dense K, whose product costs ``DENSE_PRODUCT_SECONDS·n²``). For an operator
+        that predicts its own product (``product_seconds()``, a :class:`KernelOperator`): a
+        products-only solver's time scales by the ratio of the two products (PCG is product
+        bound); any other solver adds forming K once (every kernel entry computed once: about one
+        product's work). Returns ``(seconds, note)``."""
+        product = getattr(self.K, "product_seconds", None) if self.kernel_is_operator else None
+        if product is None or "K_dense" in vars(self) or modeled != modeled:
+            return modeled, ""
+        per_product = float(product())
+        if getattr(solver, "kernel_access", "dense") == "products":
+            ratio = per_product / (DENSE_PRODUCT_SECONDS * self.n**2)
+            return modeled * ratio, (f"each product recomputes K: ~{per_product:.3g} s, "
+                                     f"{ratio:.3g}× a stored K's")
+        # Forming K computes every kernel entry once: about one product's work.
+        return modeled + per_product, f"+ ~{per_product:.3g} s to form K from the operator"
+
+    @property
+    def kernel_workspace(self) -> float:
+        """Bytes one product with K allocates beyond its n-vector result (an operator's
+        ``bytes_in_flight`` when it declares it, else 0)."""
+        work = getattr(self.K, "bytes_in_flight", 0) if self.kernel_is_operator else 0
+        return float(work) if isinstance(work, (int, float, np.number)) else 0.0
 
     # ------------------------------------------------------------------ evaluation
     def decision_values(self, alpha: np.ndarray, b: float) -> np.ndarray:
@@ -219,9 +313,11 @@ class LapSVM(Problem):
 
     @cached_property
     def entry_scales(self) -> tuple[float, float]:
-        """``(max|K|, max|L|)`` (0 for a kernel operator): the round-off scale of the solvers'
-        curvature test (``plugins/manifold/iterates.py``)."""
-        k_scale = 0.0 if isinstance(self.K, LinearOperator) else _abs_max(self.K)
+        """``(max|K|, max|L|)``: the round-off scale of the solvers' curvature test
+        (``plugins/manifold/iterates.py``). For a kernel operator ``max|diag K|`` when it
+        offers ``diagonal()`` (for a PSD K, ``|K_ij| ≤ √(K_ii K_jj)``, so it is max|K|), else 0
+        (the test then scales by ``‖d‖‖Kd‖`` only)."""
+        k_scale = _operator_scale(self.K) if self.kernel_is_operator else _abs_max(self.K)
         return k_scale, _abs_max(self.L)
 
     @cached_property
@@ -268,14 +364,19 @@ class LapSVM(Problem):
         c_alpha = self.K_dot(base + self.gamma_A * alpha + self.gamma_I * Lf)
         c_b = np.sum(base) + self.gamma_I * np.sum(Lf)
         c = np.concatenate([[c_b], c_alpha]) if self.bias else c_alpha
-        if np.any(free):
-            idx = np.flatnonzero(free)
-            A = 0.5 * self.K_dense[:, idx] * self.y[idx]
-            if self.bias:
-                A = np.vstack([0.5 * self.y[idx][None, :], A])
-            res = lsq_linear(A, -c, bounds=(lo[idx], hi[idx]), method="bvls")
-            c = A @ res.x + c
-        return float(np.linalg.norm(c)) / self.gradient_scale
+        if not np.any(free):
+            return float(np.linalg.norm(c)) / self.gradient_scale
+        idx = np.flatnonzero(free)
+        # A = ½ [yᵀ; K_{:,idx} Y] in one (n+1) × k array: the columns of K from products for
+        # an operator K (K_columns), never the n × n matrix.
+        A = np.empty((self.n + int(self.bias), idx.size))
+        body = A[1:] if self.bias else A
+        body[:] = self.K_columns(idx)
+        body *= 0.5
+        body *= self.y[idx]
+        if self.bias:
+            A[0] = 0.5 * self.y[idx]
+        return _box_residual(A, c, lo[idx], hi[idx]) / self.gradient_scale
 
 
 class LapRLS(LapSVM):
@@ -292,8 +393,13 @@ def _as_kernel(K):
             raise InvalidInputError(f"K must be square, got operator shape {K.shape}.")
         rng = np.random.default_rng(0)
         u, w = rng.standard_normal((2, K.shape[0]))
-        lhs, rhs = u @ (K @ w), w @ (K @ u)
-        if not np.isfinite(lhs) or abs(lhs - rhs) > 1e-8 * max(1.0, abs(lhs)):
+        Kw, Ku = K @ w, K @ u
+        lhs, rhs = u @ Kw, w @ Ku
+        # Round-off of the operator's own precision (float32 tiles of a KernelOperator:
+        # ~1e-7 per entry) relative to the products' size, not to the possibly cancelling uᵀKw.
+        eps = np.finfo(getattr(K, "block_dtype", np.float64)).eps
+        tol = max(1e-8, 100 * eps) * max(1.0, float(np.linalg.norm(u) * np.linalg.norm(Kw)))
+        if not np.isfinite(lhs) or abs(lhs - rhs) > tol:
             raise InvalidInputError("K (operator) must be symmetric and finite: uᵀKw ≠ wᵀKu.")
         return K
     K = as_float_matrix(K, "K")
@@ -312,6 +418,35 @@ def _check_convex(K, L, n: int) -> None:
     if not isinstance(K, LinearOperator):
         check_psd(K, "K")
     check_psd(L, "L")
+
+
+def _box_residual(A: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
+    """``min ‖A g + c‖`` over ``lo ≤ g ≤ hi`` (BVLS).
+
+    Above :data:`LSQ_QR_MIN_ROWS` rows A (n × k, k the kink points) is reduced first: with the
+    thin QR ``A = QR``, ``‖Ag + c‖² = ‖Rg + Qᵀc‖² + ‖c − QQᵀc‖²``, so BVLS runs on the k × k
+    system and the part of c outside range(A) is added back."""
+    if A.shape[0] <= LSQ_QR_MIN_ROWS or A.shape[0] <= A.shape[1]:
+        res = lsq_linear(A, -c, bounds=(lo, hi), method="bvls")
+        return float(np.linalg.norm(A @ res.x + c))
+    Q, R = sla.qr(A, mode="economic", overwrite_a=True, check_finite=False)
+    qc = Q.T @ c
+    outside = float(np.linalg.norm(c - Q @ qc))
+    res = lsq_linear(R, -qc, bounds=(lo, hi), method="bvls")
+    return float(np.hypot(np.linalg.norm(R @ res.x + qc), outside))
+
+
+def _operator_scale(K) -> float:
+    """``max|diag K|`` of an operator offering ``diagonal()`` (= max|K_ij| for a PSD K), else 0."""
+    diagonal = getattr(K, "diagonal", None)
+    if not callable(diagonal):
+        return 0.0
+    try:
+        d = np.asarray(diagonal(), dtype=np.float64)
+    except (NotImplementedError, TypeError, ValueError):
+        return 0.0
+    d = d[np.isfinite(d)]
+    return float(np.max(np.abs(d))) if d.size else 0.0
 
 
 def _abs_max(M) -> float:
