@@ -1,4 +1,5 @@
-"""Every ```python block of README.md, docs/estimators.md and docs/selection.md runs as
+"""Every ```python block of README.md, docs/estimators.md, docs/selection.md and
+docs/scaling.md runs as
 written, from a directory that is not the checkout and without the benchmark data folder (a
 fresh install's view)."""
 
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = ("README.md", "docs/estimators.md", "docs/selection.md")
+FILES = ("README.md", "docs/estimators.md", "docs/selection.md", "docs/scaling.md")
 
 
 def _blocks():

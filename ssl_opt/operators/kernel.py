@@ -1,0 +1,228 @@
+r"""Matrix-free kernel matrices: ``K·V`` computed from the data in row blocks, never stored.
+
+``KernelOperator(X, kind, **params)`` is the Gram matrix ``K_ij = k(x_i, x_j)`` of
+:func:`ssl_opt.builders.kernel_matrix` as a ``scipy.sparse.linalg.LinearOperator``: every product
+recomputes ``K`` tile by tile (``TILE_ROWS`` rows by a few thousand columns, small enough for
+the elementwise passes to stay in cache, within ``memory_budget``) and multiplies it into
+``V``, so memory is ``O(n·d + n·k)`` plus a few MiB instead of the ``8n²`` bytes of a dense K
+(75 GiB at n = 100,000). The solvers that
+need only products — PCG and its early stopping (docs/manifold.md), the certificates that are
+computed from products — take it as ``K`` of :class:`~ssl_opt.problems.LapSVM` /
+:class:`~ssl_opt.problems.LapRLS`.
+
+Cost of one product ``K·V`` (V n×k): ``n²(d + k)`` multiply-adds and ``n²`` kernel evaluations
+(an ``exp`` for RBF), spread over the machine's cores by threads (NumPy releases the GIL in
+GEMM and in ufuncs on large blocks). ``dtype=np.float32`` computes the blocks in single
+precision (about twice as fast, relative error ~1e-7 in each entry of K; the products are
+accumulated and returned in float64).
+
+Besides the products it gives what the solvers and certificates ask for without forming K:
+``diagonal()`` (Jacobi preconditioning, RBF: ones), ``columns(idx)`` (``K[:, idx]``, e.g. the
+labeled columns of a hinge-loss certificate), ``rows(idx)``, and ``to_dense()`` refused above
+``max_bytes``.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator
+from threadpoolctl import threadpool_limits
+
+from ssl_opt._validation import check_positive
+from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare
+from ssl_opt.exceptions import InvalidInputError
+
+#: Default cap on the memory of the kernel tiles in flight (all threads together).
+DEFAULT_BUDGET = 256 * 2**20
+#: The tiles a product computes at a time: TILE_ROWS rows and about TILE_BYTES of kernel.
+TILE_ROWS, TILE_BYTES = 128, 2 * 2**20
+#: Seconds per kernel entry and thread of a product (RBF, tiles in cache), by precision.
+ENTRY_SECONDS = {"float64": 2.8e-9, "float32": 1.6e-9}
+#: ``to_dense`` refuses above this many bytes unless told otherwise.
+DENSE_LIMIT = 2 * 2**30
+
+
+class KernelOperator(LinearOperator):
+    """The n×n kernel matrix of the rows of ``X`` as a products-only operator.
+
+    Parameters
+    ----------
+    X : (n, d) array or sparse matrix.
+    kind : "rbf", "polynomial" or "linear" (as :func:`ssl_opt.builders.kernel_matrix`).
+    dtype : np.float64 (default) or np.float32, the precision of the kernel blocks.
+    memory_budget : bytes for the kernel tiles in flight (default 256 MiB; the tiles are at
+        most ``TILE_BYTES`` each, so the default is never reached).
+    threads : worker threads (default: the CPU count).
+    **params : the kernel's parameters (``sigma``; ``degree``, ``coef0``, ``scale``).
+    """
+
+    def __init__(self, X, kind: str = "rbf", dtype=np.float64,
+                 memory_budget: float = DEFAULT_BUDGET, threads: int | None = None,
+                 **params):
+        if kind not in KERNELS:
+            raise InvalidInputError(f"kind must be one of {sorted(KERNELS)}, got {kind!r}.")
+        unknown = set(params) - _KERNEL_PARAMS[kind]
+        if unknown:
+            raise InvalidInputError(
+                f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: "
+                f"{sorted(_KERNEL_PARAMS[kind]) or 'none'}.")
+        dtype = np.dtype(dtype)
+        if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
+            raise InvalidInputError(f"dtype must be float64 or float32, got {dtype}.")
+        Xm, _, _ = _prepare(X, None)
+        self.kind, self.params = kind, dict(params)
+        if kind == "rbf":
+            self.params["sigma"] = check_positive(self.params.get("sigma", 1.0), "sigma")
+        if kind == "polynomial":
+            KERNELS[kind](Xm[:1], Xm[:1], **self.params)  # validates degree, coef0, scale
+        self.X = Xm.astype(dtype) if not sp.issparse(Xm) else Xm.astype(dtype).tocsr()
+        self.block_dtype = dtype
+        n = Xm.shape[0]
+        self.memory_budget = check_positive(memory_budget, "memory_budget")
+        self.threads = max(1, int(threads or os.cpu_count() or 1))
+        # Each worker computes tiles of TILE_ROWS rows and tile_columns columns (capped so that
+        # the tiles in flight fit the budget), over its share of row blocks.
+        self.tile_columns = int(max(64, min(TILE_BYTES, self.memory_budget / (2 * self.threads))
+                                    // (dtype.itemsize * TILE_ROWS)))
+        units = 4 * self.threads  # a few row blocks per worker balance the load
+        self.block_rows = int(max(TILE_ROWS, -(-n // units)))
+        self._norms = _row_norms(self.X)
+        if kind == "rbf":
+            var = self.params["sigma"] ** 2
+            self._inv_var = dtype.type(1.0 / var)
+            self._half = (self._norms / (2.0 * var)).astype(dtype)
+        self.products = 0  # columns multiplied so far (instrumentation)
+        super().__init__(dtype=np.float64, shape=(n, n))
+
+    # ------------------------------------------------------------------ blocks
+    def _block(self, rows: slice, cols=None) -> np.ndarray:
+        """``K[rows, cols]`` (all columns by default; ``cols`` a slice or indices) in the block
+        precision."""
+        Xr = self.X[rows]
+        Xc = self.X if cols is None else self.X[cols]
+        G = Xr @ Xc.T
+        G = np.asarray(G.toarray() if sp.issparse(G) else G, dtype=self.block_dtype)
+        if self.kind == "linear":
+            return G
+        if self.kind == "polynomial":
+            G *= self.params.get("scale", 1.0)
+            G += self.params.get("coef0", 1.0)
+            return G ** int(self.params.get("degree", 3))
+        # exp(−‖x − z‖²/2σ²) = exp(min(0, x·z/σ² − ‖x‖²/2σ² − ‖z‖²/2σ²)): three passes
+        # over the block after the GEMM (the scaled norms are precomputed).
+        G *= self._inv_var
+        G -= self._half[rows][:, None]
+        G -= (self._half if cols is None else self._half[cols])[None, :]
+        np.minimum(G, 0.0, out=G)
+        return np.exp(G, out=G)
+
+    def _blocks(self):
+        n = self.shape[0]
+        return [slice(i, min(i + self.block_rows, n)) for i in range(0, n, self.block_rows)]
+
+    # ------------------------------------------------------------------ products
+    def _matmat(self, V: np.ndarray) -> np.ndarray:
+        V = np.asarray(V, dtype=np.float64)
+        n = self.shape[0]
+        out = np.empty((n, V.shape[1]))
+        Vb = V.astype(self.block_dtype, copy=False)
+        # Tiles of about TILE_BYTES: the elementwise passes and the exp stay in cache (a
+        # whole row block of 10⁴-10⁵ columns would stream through memory four times).
+        width = self.tile_columns
+        chunks = [slice(j, min(j + width, n)) for j in range(0, n, width)]
+
+        def work(rows: slice) -> None:
+            acc = np.zeros((rows.stop - rows.start, V.shape[1]), dtype=np.float64)
+            for start in range(rows.start, rows.stop, TILE_ROWS):
+                sub = slice(start, min(start + TILE_ROWS, rows.stop))
+                local = np.zeros((sub.stop - sub.start, V.shape[1]), dtype=self.block_dtype)
+                for cols in chunks:
+                    local += self._block(sub, cols) @ Vb[cols]
+                acc[sub.start - rows.start:sub.stop - rows.start] = local
+            out[rows] = acc
+
+        blocks = self._blocks()
+        if self.threads == 1 or len(blocks) == 1:
+            for rows in blocks:
+                work(rows)
+        else:  # one BLAS thread per worker: the workers are the parallelism
+            with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(self.threads) as pool:
+                list(pool.map(work, blocks))
+        self.products += V.shape[1]
+        return out
+
+    def _matvec(self, v: np.ndarray) -> np.ndarray:
+        return self._matmat(np.reshape(v, (-1, 1)))[:, 0]
+
+    def _rmatvec(self, v: np.ndarray) -> np.ndarray:
+        return self._matvec(v)
+
+    def _rmatmat(self, V: np.ndarray) -> np.ndarray:
+        return self._matmat(V)
+
+    def _adjoint(self) -> KernelOperator:
+        return self
+
+    def _transpose(self) -> KernelOperator:
+        return self
+
+    # ------------------------------------------------------------------ what solvers ask for
+    def diagonal(self) -> np.ndarray:
+        """``diag(K)`` in O(n·d): ones for RBF, ``‖x_i‖²`` (linear), ``(s‖x_i‖² + c₀)^p``."""
+        if self.kind == "rbf":
+            return np.ones(self.shape[0])
+        sq = self._norms.astype(np.float64)
+        if self.kind == "linear":
+            return sq
+        return (self.params.get("scale", 1.0) * sq + self.params.get("coef0", 1.0)) ** int(
+            self.params.get("degree", 3))
+
+    def columns(self, idx) -> np.ndarray:
+        """``K[:, idx]`` (n × len(idx), float64)."""
+        idx = np.atleast_1d(np.asarray(idx, dtype=np.int64))
+        return np.vstack([self._block(rows, idx).astype(np.float64)
+                          for rows in self._blocks()]) if idx.size else np.zeros(
+            (self.shape[0], 0))
+
+    def rows(self, idx) -> np.ndarray:
+        """``K[idx, :]`` (len(idx) × n, float64; K is symmetric)."""
+        return self.columns(idx).T
+
+    def to_dense(self, max_bytes: float = DENSE_LIMIT) -> np.ndarray:
+        """K as a dense float64 array — refused above ``max_bytes`` (default 2 GiB)."""
+        need = 8.0 * self.shape[0] ** 2
+        if need > max_bytes:
+            raise InvalidInputError(
+                f"a dense K of n = {self.shape[0]} takes {need / 2**30:.1f} GiB, above "
+                f"max_bytes = {max_bytes / 2**30:.1f} GiB; keep the operator (products only: "
+                "solver='pcg') or raise max_bytes.")
+        return self.columns(np.arange(self.shape[0]))
+
+    def product_seconds(self, columns: int = 1) -> float:
+        """Predicted seconds of ``K @ V`` with ``columns`` columns: ``n²`` kernel entries
+        (``ENTRY_SECONDS`` per entry and thread, by precision, measured on this 2-core machine
+        at n = 10,000-20,000, d = 2-10) plus the GEMM's ``2d`` flops per entry, over the
+        threads; each extra column adds a multiply-add per entry."""
+        n, d = self.shape[0], self.X.shape[1]
+        per_entry = ENTRY_SECONDS[self.block_dtype.name] + 2e-11 * d + 5e-11 * (columns - 1)
+        return n * n * per_entry / self.threads
+
+    @property
+    def bytes_in_flight(self) -> int:
+        """Memory of the kernel tiles during one product (all threads, with a temporary)."""
+        return int(self.threads * 2 * TILE_ROWS * self.tile_columns * self.block_dtype.itemsize)
+
+    def __repr__(self) -> str:
+        extra = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return (f"<KernelOperator {self.kind}({extra}) n={self.shape[0]}, d={self.X.shape[1]}, "
+                f"{self.block_dtype.name} blocks of {self.block_rows} rows>")
+
+
+def _row_norms(X) -> np.ndarray:
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel().astype(X.dtype)
+    return np.einsum("ij,ij->i", X, X)
