@@ -10,13 +10,15 @@ so its certificate only converges like √δ. With the kink set ``Z`` read off a
 is smooth near the current point (the other groups are away from 0), and is solved by the
 method of multipliers: Newton (the solver's assembled Hessian, exact line search) on
 
-    L(θ) = smooth + Σ_{g∉Z} (w_g‖z_g‖ + ρ‖z_g‖²) + Σ_{g∈Z} (⟨λ_g, z_g⟩ + ½c_g‖z_g‖²),
+    L(θ) = smooth + Σ_{g∉Z} (w_g‖z_g‖_{δ_s} + ρ‖z_g‖²) + Σ_{g∈Z} (⟨λ_g, z_g⟩ + ½c_g‖z_g‖²),
 
-``c_g = w_g/√δ`` (the stiffness Newton already handled), then ``λ_g ← λ_g + c_g z_g``, from
-λ the smoothed multipliers. At convergence ``z_Z = 0`` and ``λ_g`` is the multiplier of group
-g; a group whose ``‖λ_g‖`` exceeds ``w_g`` leaves Z and a group that reaches 0 joins it
-(active-set corrections, ``ROUNDS`` in all) — the vector-group generalization of
-``plugins/ere/polish.py`` (scalar groups, one linear solve). The caller certifies the point.
+``c_g = STIFFEN·w_g/√δ`` (stiffer than the smoothing Newton already handled), the other
+norms smoothed by a tiny ``δ_s = SMOOTH_REST·δ``, then ``λ_g ← λ_g + c_g z_g``, from λ the
+smoothed multipliers. Once λ has settled (``z_Z = 0``) a group whose ``‖λ_g‖`` exceeds
+``w_g`` leaves Z and a group that reached 0 joins it (active-set corrections, ``ROUNDS``
+updates in all) — the vector-group generalization of ``plugins/ere/polish.py`` (scalar groups,
+one linear solve). The caller certifies the point. Not used on kernel expansions (see
+``irls_newton``). :func:`refine_multipliers` serves every candidate the solver checks.
 """
 
 from __future__ import annotations
@@ -47,7 +49,6 @@ class _Restricted:
 
     def __init__(self, term, fused: np.ndarray, lam: np.ndarray, stiffness: np.ndarray,
                  delta_s: float):
-        self.term = term
         self.w, self.size, self.rho = term.norm_structure()
         self.fused, self.lam, self.c, self.delta_s = fused, lam, stiffness, delta_s
 
