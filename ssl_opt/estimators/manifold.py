@@ -40,6 +40,7 @@ from ssl_opt.estimators._kernels import (
     kernel_function,
 )
 from ssl_opt.estimators._labels import LabelLayout
+from ssl_opt.operators import KernelOperator
 from ssl_opt.plugins.manifold.early_stopping import RULES
 from ssl_opt.plugins.manifold.laprls_direct import solve_columns
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
@@ -65,6 +66,10 @@ def _graph_input(M, name: str, order: np.ndarray, adjacency: bool):
     return M[np.ix_(order, order)]
 
 
+#: ``operator`` choices → the precision of a matrix-free K's tiles (None: K stored dense).
+OPERATORS = {"dense": None, "matrix-free": np.float64, "matrix-free-float32": np.float32}
+
+
 class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
     """Shared by :class:`LapSVC` and :class:`LapRLSC` (parameters documented there)."""
 
@@ -73,7 +78,8 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                  n_neighbors: int = 10, graph_weights: str = "binary",
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
-                 early_stopping=None, warm_start: bool = False, block_size=None):
+                 early_stopping=None, warm_start: bool = False, block_size=None,
+                 operator: str = "dense"):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.kernel = kernel
@@ -91,6 +97,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self.early_stopping = early_stopping
         self.warm_start = warm_start
         self.block_size = block_size
+        self.operator = operator
 
     def _loss(self):
         raise NotImplementedError
@@ -117,6 +124,18 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                              f"with solver={self.solver!r}. Use solver='auto' or 'pcg'.")
         if self.block_size is not None:
             check_int(self.block_size, "block_size", 1)
+        if self.operator not in OPERATORS:
+            raise ValueError(f"operator must be one of {tuple(OPERATORS)}, got "
+                             f"{self.operator!r}.")
+        if self.operator != "dense":
+            if callable(self.kernel) or self.kernel == "precomputed":
+                raise ValueError(f"operator={self.operator!r} recomputes a built-in kernel "
+                                 "('rbf', 'poly' or 'linear') from X; it cannot take "
+                                 f"kernel={self.kernel!r}.")
+            if self.solver not in ("auto", "fast", "pcg"):
+                raise ValueError(f"operator={self.operator!r} keeps K as products only, which "
+                                 f"only 'pcg' uses; solver={self.solver!r} would form K. Use "
+                                 "solver='auto' or 'pcg'.")
 
     def _precomputed(self) -> bool:
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
@@ -141,12 +160,17 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         Xo = X[order][:, order] if self._precomputed() else X[order]
         kern, self.kernel_params_ = kernel_function(
             self.kernel, Xo, self.sigma, self.degree, self.coef0, self.poly_scale)
-        K = kern(Xo, Xo)
-        if K.shape != (n, n):
-            raise ValueError(f"the kernel returned shape {K.shape} on {n} points; a callable "
-                             "kernel must return the (len(A), len(B)) Gram matrix.")
-        K = 0.5 * (K + K.T)
-        warn_if_degenerate_kernel(K)
+        if self.operator != "dense":
+            K = KernelOperator(Xo, "polynomial" if self.kernel == "poly" else self.kernel,
+                               dtype=OPERATORS[self.operator], **self.kernel_params_)
+        else:
+            K = kern(Xo, Xo)
+            if K.shape != (n, n):
+                raise ValueError(f"the kernel returned shape {K.shape} on {n} points; a "
+                                 "callable kernel must return the (len(A), len(B)) Gram "
+                                 "matrix.")
+            K = 0.5 * (K + K.T)
+            warn_if_degenerate_kernel(K)
         L, W = graph_laplacian(
             Xo, K,
             affinity=None if affinity is None else _graph_input(affinity, "affinity", order,
@@ -210,9 +234,10 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         previous = self._previous_solutions()
         if previous is not None and len(previous) != len(problems):
             previous = None
-        solver = "pcg" if self.early_stopping is not None and self.solver in (
-            "auto", "fast") else self.solver
-        if len(problems) > 1 and previous is None and not options[0]:
+        solver = "pcg" if (self.early_stopping is not None or self.operator != "dense") and (
+            self.solver in ("auto", "fast")) else self.solver
+        if len(problems) > 1 and previous is None and not options[0] and (
+                self.operator == "dense"):
             name, shared = self._shared_plan(problems, solver)
             if shared and isinstance(problems[0], LapRLS):
                 return solve_columns(problems)
@@ -317,6 +342,10 @@ _COMMON_DOC = """
         γs set with ``set_params``).
     block_size : int or None
         Rows of K(X_new, X_train) formed at a time by ``decision_function``.
+    operator : {"dense", "matrix-free", "matrix-free-float32"}
+        How K is held: stored (``"dense"``, every solver applies) or recomputed from X on every
+        product and never stored (:class:`ssl_opt.operators.KernelOperator`, float64 or float32
+        tiles; PCG only, docs/scaling.md) — for n whose 8n² bytes do not fit.
 
     Attributes
     ----------
@@ -342,7 +371,8 @@ class LapSVC(_ManifoldClassifier):
                  poly_scale=None, n_neighbors: int = 10, graph_weights: str = "binary",
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
-                 early_stopping=None, warm_start: bool = False, block_size=None):
+                 early_stopping=None, warm_start: bool = False, block_size=None,
+                 operator: str = "dense"):
         super().__init__(gamma_A, gamma_I, kernel=kernel, sigma=sigma, degree=degree,
                          coef0=coef0, poly_scale=poly_scale, n_neighbors=n_neighbors,
                          graph_weights=graph_weights,
@@ -350,7 +380,7 @@ class LapSVC(_ManifoldClassifier):
                          laplacian_power=laplacian_power, fit_intercept=fit_intercept,
                          solver=solver, solver_options=solver_options,
                          early_stopping=early_stopping, warm_start=warm_start,
-                         block_size=block_size)
+                         block_size=block_size, operator=operator)
         self.loss = loss
 
     def _loss(self):
