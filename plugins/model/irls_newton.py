@@ -249,6 +249,13 @@ class _Run:
             gradients.append(g)
         return phi, grad, max(1.0, scale), zs, hessians, gradients
 
+    def smoothed_value(self, theta: np.ndarray, delta: float) -> float:
+        """``Φ_δ(θ)`` alone (no gradients, no Hessians)."""
+        values = self.model.unpack_flat(theta)
+        return float(sum(t.smoothed(z, delta, hessian=False)[0] if id(t) in self.rough_ids
+                         else t.value(z)
+                         for t in self.terms for z in [t.argument.value(values)]))
+
     def sigma(self) -> float:
         """The largest norm-term group at the minimizer of the quadratic model with every
         norm replaced by ``½w‖z‖²`` (one Newton solve from the start)."""
@@ -395,7 +402,7 @@ class _Run:
                 new_delta = max(delta / delta_factor, lowest)
                 if len(stage_ends) >= 2 and stage_ends[-2][0] > 2.0 * delta > 4.0 * new_delta:
                     theta = _predict(stage_ends[-2:], new_delta, theta, self.fixed,
-                                     self.fixed_values, self.evaluate)
+                                     self.fixed_values, self.smoothed_value)
                 delta = new_delta
                 previous, stalls, stage_best, floor_steps = np.inf, 0, np.inf, 0
                 continue
@@ -495,33 +502,36 @@ def _fixed_entries(model: Model) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(idx), np.concatenate(vals)
 
 
-def _extrapolate(model: Model, first, second) -> tuple[np.ndarray, list]:
-    """Richardson extrapolation in √δ of two stage ends ``(δ₁, θ₁, u₁)``, ``(δ₂, θ₂, u₂)``:
-    ``θ* ≈ (q θ₂ − θ₁)/(q − 1)``, ``q = √(δ₁/δ₂)``, and the same for the multipliers, each
-    projected back onto its term's subdifferential at 0 (the norm's dual ball)."""
-    (d1, t1, u1), (d2, t2, u2) = first, second
+def _richardson(d1: float, a1, d2: float, a2):
+    """``(q a₂ − a₁)/(q − 1)``, ``q = √(δ₁/δ₂)``: the limit δ → 0 of ``a(δ) = a* + c√δ`` fitted
+    to two stage ends."""
     q = np.sqrt(d1 / d2)
-    theta = (q * t2 - t1) / (q - 1.0)
-    terms = model.nonsmooth_terms
-    multipliers = [(q * b - a) / (q - 1.0) for a, b in zip(u1, u2, strict=True)]
-    for k, t in enumerate(terms):
+    return (q * a2 - a1) / (q - 1.0)
+
+
+def _extrapolate(model: Model, first, second) -> tuple[np.ndarray, list]:
+    """Richardson extrapolation in √δ (:func:`_richardson`) of two stage ends ``(δ₁, θ₁, u₁)``,
+    ``(δ₂, θ₂, u₂)``, and of the multipliers, each projected back onto its term's
+    subdifferential at 0 (the norm's dual ball)."""
+    (d1, t1, u1), (d2, t2, u2) = first, second
+    multipliers = [_richardson(d1, a, d2, b) for a, b in zip(u1, u2, strict=True)]
+    for k, t in enumerate(model.nonsmooth_terms):
         multipliers[k] = t.project_subgradient(np.zeros(t.shape), multipliers[k], 0.0)
-    return theta, multipliers
+    return _richardson(d1, t1, d2, t2), multipliers
 
 
 def _predict(ends, delta: float, theta: np.ndarray, fixed, fixed_values,
-             evaluate) -> np.ndarray:
+             smoothed_value) -> np.ndarray:
     """The start of the stage at ``delta``: ``θ(δ) ≈ θ* + a√δ`` fitted to the last two stage
-    ends (the extrapolation's θ* and its slope), kept only when its smoothed objective at the
-    new δ is below the last stage end's."""
+    ends (θ* by :func:`_richardson`), kept only when its smoothed objective at the new δ is
+    below the last stage end's."""
     (d1, t1, _), (d2, t2, _) = ends
-    q = np.sqrt(d1 / d2)
-    star = (q * t2 - t1) / (q - 1.0)
+    star = _richardson(d1, t1, d2, t2)
     guess = star + (t2 - star) * np.sqrt(delta / d2)
     guess[fixed] = fixed_values
     if not np.all(np.isfinite(guess)):
         return theta
-    return guess if evaluate(guess, delta)[0] < evaluate(theta, delta)[0] else theta
+    return guess if smoothed_value(guess, delta) < smoothed_value(theta, delta) else theta
 
 
 class _NewtonSystem:
