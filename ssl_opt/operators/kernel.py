@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from scipy.sparse.linalg import LinearOperator
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_positive
+from ssl_opt._validation import check_int, check_positive
 from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare
 from ssl_opt.exceptions import InvalidInputError
 
@@ -83,7 +83,8 @@ class KernelOperator(LinearOperator):
         self.block_dtype = dtype
         n = Xm.shape[0]
         self.memory_budget = check_positive(memory_budget, "memory_budget")
-        self.threads = max(1, int(threads or os.cpu_count() or 1))
+        self.threads = (max(1, os.cpu_count() or 1) if threads is None
+                        else check_int(threads, "threads", 1))
         # Each worker computes tiles of TILE_ROWS rows and tile_columns columns (capped so that
         # the tiles in flight fit the budget), over its share of row blocks.
         self.tile_columns = int(max(64, min(TILE_BYTES, self.memory_budget / (2 * self.threads))

@@ -69,7 +69,10 @@ def test_memory_budget_sets_the_blocks_and_the_products_are_counted(data):
 
 
 def test_bad_inputs_are_clear_errors(data):
-    X, _ = data
+    X, V = data
+    before = X.copy()
+    KernelOperator(X, "rbf", dtype=np.float32) @ V
+    np.testing.assert_array_equal(X, before)  # the caller's data is never modified
     with pytest.raises(InvalidInputError, match="kind"):
         KernelOperator(X, "laplacian")
     with pytest.raises(InvalidInputError, match="sigma"):
@@ -80,6 +83,12 @@ def test_bad_inputs_are_clear_errors(data):
         KernelOperator(X, "rbf", dtype=np.int64)
     with pytest.raises(InvalidInputError, match="NaN|finite"):
         KernelOperator(np.full((4, 2), np.nan), "rbf")
+    with pytest.raises(InvalidInputError, match="threads"):
+        KernelOperator(X, "rbf", threads=0)
+    with pytest.raises(InvalidInputError, match="memory_budget"):
+        KernelOperator(X, "rbf", memory_budget=-1.0)
+    with pytest.raises(InvalidInputError, match="complex"):
+        KernelOperator(X + 1j, "rbf")
     with pytest.raises(InvalidInputError, match="max_bytes"):
         KernelOperator(X, "rbf").to_dense(max_bytes=1e3)
 
