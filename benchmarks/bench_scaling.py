@@ -13,11 +13,22 @@ Parts (stdout is the report, progress goes to stderr):
     fit (8n² bytes: 75 GiB at n = 100,000): time, iterations, products, peak resident memory
     of the process (the target is < 2 GiB at n = 100,000), and the test error on held-out
     points (out of sample through the operator's own kernel).
+(d) Nyström against the exact kernel where both run (two moons in D dimensions, D − 2 of
+    them noise): for a range of landmark counts, the trace and sampled spectral errors of K̃,
+    the time of lowrank-newton and of PCG on K̃, and what the approximation does to the
+    problem: the optimum on K̃ against the exact optimum, the exact objective at the Nyström
+    α (a feasible point of the exact problem: how far from optimal it is there), the largest
+    difference between the two decision functions on the training points, and test errors.
+(e) Nyström LapSVM at n = 1,000,000 (the target is under 10 minutes here, with the graph):
+    time of each stage, peak memory, the approximation's trace error and the test error
+    (``--dims``: 6 by default; scikit-learn's exact 10-NN search takes 7-10 minutes alone at
+    d = 10).
 
 Run from the repository root::
 
     python benchmarks/bench_scaling.py                   # (a) (b) at n = 10,000; (c) at 100,000
     python benchmarks/bench_scaling.py --quick           # smaller sizes (a minute)
+    python benchmarks/bench_scaling.py --parts de        # Nyström: (d) at 10,000, (e) at 10⁶
 """
 
 from __future__ import annotations
@@ -34,9 +45,11 @@ import numpy as np
 import ssl_opt
 from ssl_opt.builders import knn_graph, laplacian, rbf_kernel
 from ssl_opt.datasets.synthetic import two_moons
-from ssl_opt.operators import KernelOperator
+from ssl_opt.operators import KernelOperator, NystromOperator
 
 SIGMA, NEIGHBOURS, GAMMA_A, GAMMA_I = 0.3, 10, 1.0, 100.0
+#: Part (d)/(e) data: two moons plus noise dimensions of this standard deviation.
+NOISE_DIMS_STD, DIMS = 0.1, 10
 
 
 def log(message: str) -> None:
@@ -54,6 +67,18 @@ def moons(n: int, seed: int = 0):
     data = two_moons(n=n, n_labeled=max(10, n // 1000), noise=0.1, seed=seed)
     W = knn_graph(data.X, n_neighbors=NEIGHBOURS, weights="heat")
     return data, laplacian(W, normalized=True)
+
+
+def moons_in(n: int, dims: int, n_test: int = 0, seed: int = 0):
+    """Two moons in ``dims`` dimensions: the two of the moons and ``dims − 2`` of Gaussian
+    noise (standard deviation ``NOISE_DIMS_STD``), max(10, n/1000) labeled; the Laplacian of
+    the 10-NN heat graph, and a test set."""
+    data = two_moons(n=n, n_labeled=max(10, n // 1000), noise=0.1, seed=seed, n_test=n_test)
+    rng = np.random.default_rng(seed + 1)
+    X = np.hstack([data.X, NOISE_DIMS_STD * rng.standard_normal((n, dims - 2))])
+    X_test = np.hstack([data.X_test, NOISE_DIMS_STD * rng.standard_normal((n_test, dims - 2))])
+    W = knn_graph(X, n_neighbors=NEIGHBOURS, weights="heat")
+    return X, data.y, laplacian(W, normalized=True), X_test, data.y_test
 
 
 def best_of(fn, repeat: int = 3) -> float:
@@ -133,12 +158,97 @@ def part_c(n: int, dtype, n_test: int = 2000) -> None:
           f"{seconds:.0f} | {peak_rss_gib():.2f} | {100 * error:.2f} % |", flush=True)
 
 
+def part_d(n: int, landmarks: tuple[int, ...], n_test: int = 2000) -> None:
+    print(f"\n## (d) Nyström against the exact kernel at n = {n:,}, d = {DIMS}\n")
+    log(f"(d) n={n}: data, graph, exact solve (PCG on the dense K) ...")
+    X, y, L, X_test, y_test = moons_in(n, DIMS, n_test)
+    exact = ssl_opt.problems.LapSVM(rbf_kernel(X, sigma=SIGMA), L, y, GAMMA_A, GAMMA_I)
+    start = time.perf_counter()
+    best = ssl_opt.solve(exact, solver="pcg", tol=1e-10)
+    t_exact = time.perf_counter() - start
+    f_best = exact.prediction(best.x)
+    K_test = rbf_kernel(X_test, X, sigma=SIGMA)
+    err_exact = float(np.mean(np.sign(K_test @ best.x["alpha"] + best.x["b"]) != y_test))
+    print(f"Exact kernel: PCG to 1e-10 in {t_exact:.1f} s, objective {best.objective:.8g}, "
+          f"test error {100 * err_exact:.2f} %.\n")
+    print("| landmarks | rank | trace error | sampled spectral error | Φ (s) | lowrank-newton "
+          "(s) | PCG on K̃ (s) | optimum on K̃ vs exact | exact objective at the Nyström α, "
+          "excess | max decision difference | test error |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for m in landmarks:
+        log(f"(d) m={m} ...")
+        start = time.perf_counter()
+        K = NystromOperator(X, "rbf", landmarks=m, sigma=SIGMA)
+        t_phi = time.perf_counter() - start
+        problem = ssl_opt.problems.LapSVM(K, L, y, GAMMA_A, GAMMA_I)
+        start = time.perf_counter()
+        sol = ssl_opt.solve(problem, solver="lowrank-newton")
+        t_newton = time.perf_counter() - start
+        start = time.perf_counter()
+        pcg = ssl_opt.solve(problem, solver="pcg", tol=1e-10)
+        t_pcg = time.perf_counter() - start
+        if abs(pcg.objective - sol.objective) > 1e-8 * abs(sol.objective):
+            log(f"(d) m={m}: PCG {pcg.objective!r} and lowrank-newton {sol.objective!r} differ")
+        report = K.approximation(sample=2000)
+        shift = (sol.objective - best.objective) / best.objective
+        excess = (exact.objective(sol.x) - best.objective) / best.objective
+        diff = float(np.max(np.abs(problem.prediction(sol.x) - f_best))
+                     / np.max(np.abs(f_best)))
+        w = K.factor.T @ sol.x["alpha"]
+        err = float(np.mean(np.sign(K.features(X_test) @ w + sol.x["b"]) != y_test))
+        print(f"| {m} | {K.rank} | {report['trace_error']:.1e} | "
+              f"{report['sample_spectral_error']:.1e} | {t_phi:.2f} | {t_newton:.2f} | "
+              f"{t_pcg:.2f} | {shift:+.1e} | {excess:.1e} | {diff:.1e} | "
+              f"{100 * err:.2f} % |", flush=True)
+
+
+def part_e(n: int, m: int, dims: int, n_test: int = 10000) -> None:
+    print(f"\n## (e) Nyström LapSVM at n = {n:,}, d = {dims}, {m} landmarks\n")
+    log(f"(e) n={n}: data and graph ...")
+    start = time.perf_counter()
+    X, y, L, X_test, y_test = moons_in(n, dims, n_test)
+    t_graph = time.perf_counter() - start
+    log(f"(e) n={n}: Φ ...")
+    start = time.perf_counter()
+    K = NystromOperator(X, "rbf", landmarks=m, sigma=SIGMA)
+    t_phi = time.perf_counter() - start
+    problem = ssl_opt.problems.LapSVM(K, L, y, GAMMA_A, GAMMA_I)
+    choice = ssl_opt.select(problem)
+    log(f"(e) n={n}: select → {choice.solver}; solving ...")
+    start = time.perf_counter()
+    sol = ssl_opt.solve(problem, solver=choice.solver)
+    t_solve = time.perf_counter() - start
+    start = time.perf_counter()
+    cert = ssl_opt.certify(problem, sol)
+    t_cert = time.perf_counter() - start
+    w = K.factor.T @ sol.x["alpha"]
+    err = float(np.mean(np.sign(K.features(X_test) @ w + sol.x["b"]) != y_test))
+    total = t_graph + t_phi + t_solve
+    print("| stage | seconds |")
+    print("|---|---|")
+    print(f"| data and 10-NN graph | {t_graph:.1f} |")
+    print(f"| Φ ({n:,} × {K.rank}) | {t_phi:.1f} |")
+    print(f"| solve ({choice.solver}: {sol.status}, {sol.iterations} iterations) | "
+          f"{t_solve:.1f} |")
+    print(f"| **total** | **{total:.1f}** ({total / 60:.1f} min) |")
+    print(f"| certificate ({'passed' if cert.passed else 'FAILED'}, on K̃) | {t_cert:.1f} |")
+    print(f"\nrelative trace error {K.trace_error:.2e}; test error {100 * err:.2f} % on "
+          f"{n_test:,} held-out points; peak resident memory {peak_rss_gib():.2f} GiB "
+          f"(Φ {K.nbytes / 2**30:.2f} GiB; a dense K would be {8 * n * n / 2**40:.1f} TiB); "
+          f"select: {choice.reason}", flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
-    parser.add_argument("--parts", default="abc", help="which parts to run (default abc)")
+    parser.add_argument("--parts", default="abcde", help="which parts to run (default abcde)")
     parser.add_argument("--n-large", type=int, default=None, help="n of part (c)")
     parser.add_argument("--float32", action="store_true", help="float32 blocks in part (c)")
+    parser.add_argument("--n-huge", type=int, default=None, help="n of part (e)")
+    parser.add_argument("--landmarks", type=int, default=300, help="landmarks of part (e)")
+    parser.add_argument("--dims", type=int, default=6,
+                        help="dimensions of part (e) (the 10-NN graph dominates: 51 s at d = 6, "
+                             "7-10 min at d = 10 for n = 10⁶)")
     args = parser.parse_args(argv)
     warnings.simplefilter("ignore")
     n_small = 3000 if args.quick else 10000
@@ -151,6 +261,10 @@ def main(argv=None) -> None:
         part_b(n_small)
     if "c" in args.parts:
         part_c(n_large, np.float32 if args.float32 else np.float64)
+    if "d" in args.parts:
+        part_d(n_small, (30, 100, 300) if args.quick else (100, 300, 1000, 2000))
+    if "e" in args.parts:
+        part_e(args.n_huge or (100000 if args.quick else 1000000), args.landmarks, args.dims)
 
 
 if __name__ == "__main__":

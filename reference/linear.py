@@ -47,6 +47,15 @@ def _regularizer(w, b):
     return cp.sum_squares(w) + (cp.square(b) if b is not None else 0.0)
 
 
+def in_memory(problem) -> list[str]:
+    """The programs here hold X as a CVXPY constant: a distributed design is refused."""
+    design = problem.design
+    if design.in_memory:
+        return []
+    return [f"X is distributed ({design.n} x {design.d} on the workers of a dask Client); the "
+            "reference needs it in memory"]
+
+
 def build_primal(problem: LinearSVM):
     w, b = _weights(problem.design)
     margins = cp.multiply(problem.y, _outputs(problem.design.X, w, b))
@@ -66,7 +75,7 @@ def _stack(w, b) -> np.ndarray:
     return np.concatenate(parts)
 
 
-PRIMAL = Formulation(LinearSVM, build_primal, recover_primal)
+PRIMAL = Formulation(LinearSVM, build_primal, recover_primal, in_memory)
 
 
 class ExhaustiveTSVM(Solver):
@@ -85,7 +94,7 @@ class ExhaustiveTSVM(Solver):
     }
 
     def missing(self, problem) -> list[str]:
-        missing = super().missing(problem)
+        missing = super().missing(problem) or in_memory(problem)
         if missing:
             return missing
         if problem.u > EXHAUSTIVE_MAX_U:

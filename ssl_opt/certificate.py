@@ -165,6 +165,9 @@ def certify(problem, solution, reference=None, reference_budget: float = CERTIFY
     checks.append(Check("finite", 0.0 if finite and np.isfinite(objective) else 1.0, 0.0,
                         finite and np.isfinite(objective),
                         "" if finite else "the solution contains NaN or inf"))
+    approximation = getattr(problem, "approximation_note", "")
+    if approximation:
+        notes.append(approximation)
     if isinstance(solution, Solution) and solution.status != OPTIMAL:
         notes.append(f"the solver reported status {solution.status!r} (not optimal)")
 

@@ -138,7 +138,8 @@ def cmd_bench(args) -> int:
     check_output_directory(args.out, "argument --out")
     report = run_bench(args.family, sizes=args.sizes, variants=args.variant,
                        solvers=args.solvers, seed=args.seed, time_limit=args.time_limit,
-                       out_dir=args.out, progress=not args.no_progress)
+                       out_dir=args.out, progress=not args.no_progress,
+                       operator=args.operator)
     print(Path(report.files["summary"]).read_text())
     print("written: " + ", ".join(report.files.values()))
     return 0
@@ -175,6 +176,10 @@ def main(argv: list[str] | None = None) -> int:
                    help="skip runs predicted longer than this; failures count as this")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench-results", help="output directory")
+    p.add_argument("--operator", default="dense",
+                   help="hold the data as another operator kind: 'matrix-free' or 'nystrom' "
+                        "(manifold), 'dask' (linear, on a 2-worker local cluster); "
+                        "docs/scaling.md")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

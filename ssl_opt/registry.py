@@ -31,6 +31,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ssl_opt.plugins.manifold.newton",
     "ssl_opt.plugins.manifold.pcg",
     "ssl_opt.plugins.manifold.laprls_direct",
+    "ssl_opt.plugins.manifold.lowrank_newton",
     "ssl_opt.plugins.linear.mfn",
     "ssl_opt.plugins.linear.tsvm",
     "ssl_opt.plugins.linear.da",

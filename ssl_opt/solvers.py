@@ -203,6 +203,9 @@ class Solver:
         solution.backend = self.backend
         solution.solver = self.name
         solution.info.setdefault("tolerance_family", self.tolerance_family)
+        approximation = getattr(problem, "approximation_note", "")
+        if approximation:
+            solution.info.setdefault("approximation", approximation)
         solution.info.setdefault("options", opts)
         return solution
 

@@ -3,8 +3,6 @@ switch labels (TSVM and the modelling layer's tsvm-model), and their BLAS thread
 
 from __future__ import annotations
 
-import scipy.sparse as sp
-
 from ssl_opt._validation import check_nonnegative, check_positive, greater_than, integer
 from ssl_opt.solvers import Option
 
@@ -30,5 +28,6 @@ def one_blas_thread_on_sparse_x(solver, problem) -> int | None:
     """``Solver.blas_threads`` of MFN, TSVM and DA: one BLAS thread on a sparse X. The products
     are scipy's (single-threaded) and BLAS only sees vector operations, where a second thread
     gained nothing idle and slowed the solves under load (``benchmarks/bench_ratios.py`` (c);
-    docs/linear_s3vm.md). A dense X keeps the process setting (its products are BLAS-2)."""
-    return 1 if sp.issparse(problem.design.X) else None
+    docs/linear_s3vm.md). A dense X keeps the process setting (its products are BLAS-2). Asks
+    the design, which also answers for a distributed X (``DaskDesign``) without gathering it."""
+    return 1 if problem.design.sparse else None

@@ -23,6 +23,8 @@ from ssl_opt.exceptions import InvalidInputError
 __all__ = ["knn_graph"]
 
 _WEIGHTS = ("binary", "heat", "distance")
+#: From this many points the neighbour queries run on all cores (below, threads cost more).
+PARALLEL_MIN_POINTS = 20000
 _SYMMETRIZE = ("union", "mutual")
 
 
@@ -98,7 +100,9 @@ def knn_graph(
     check_choice(symmetrize, "symmetrize", _SYMMETRIZE)
     s = None if sigma is None else check_positive(sigma, "sigma")
 
-    nn = NearestNeighbors(n_neighbors=k, metric=metric).fit(Xm)
+    # Queries run on every core above PARALLEL_MIN_POINTS (joblib threads: the same result).
+    jobs = -1 if n >= PARALLEL_MIN_POINTS else None
+    nn = NearestNeighbors(n_neighbors=k, metric=metric, n_jobs=jobs).fit(Xm)
     # X=None: neighbours of the indexed points, each point excluded from its own list.
     dist, ind = nn.kneighbors(None, n_neighbors=k, return_distance=True)
     dist = np.asarray(dist, dtype=np.float64).ravel()

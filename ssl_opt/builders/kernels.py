@@ -192,3 +192,17 @@ def kernel_matrix(X, Z=None, kind: str = "rbf", **params) -> np.ndarray:
             f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: {allowed}."
         )
     return KERNELS[kind](X, Z, **params)
+
+
+def kernel_diagonal(kind: str, params: dict, X) -> np.ndarray:
+    r"""``diag K`` in O(n·d) without forming K: ones (rbf), :math:`\lVert x_i\rVert^2` (linear),
+    :math:`(s\lVert x_i\rVert^2 + c_0)^p` (polynomial; defaults as :func:`polynomial_kernel`)."""
+    if kind not in KERNELS:
+        raise InvalidInputError(f"kind must be one of {sorted(KERNELS)}, got {kind!r}.")
+    if kind == "rbf":
+        return np.ones(X.shape[0])
+    sq = _sq_row_norms(X).astype(np.float64)
+    if kind == "linear":
+        return sq
+    return (params.get("scale", 1.0) * sq + params.get("coef0", 1.0)) ** int(
+        params.get("degree", 3))

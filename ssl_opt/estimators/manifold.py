@@ -40,7 +40,7 @@ from ssl_opt.estimators._kernels import (
     kernel_function,
 )
 from ssl_opt.estimators._labels import LabelLayout
-from ssl_opt.operators import KernelOperator
+from ssl_opt.operators import KernelOperator, NystromOperator
 from ssl_opt.plugins.manifold.early_stopping import RULES
 from ssl_opt.plugins.manifold.laprls_direct import solve_columns
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
@@ -66,8 +66,13 @@ def _graph_input(M, name: str, order: np.ndarray, adjacency: bool):
     return M[np.ix_(order, order)]
 
 
-#: ``operator`` choices → the precision of a matrix-free K's tiles (None: K stored dense).
-OPERATORS = {"dense": None, "matrix-free": np.float64, "matrix-free-float32": np.float32}
+#: ``operator`` choices → the precision of a matrix-free K's tiles (None: K stored dense;
+#: "nystrom": a low-rank :class:`~ssl_opt.operators.NystromOperator`).
+OPERATORS = {"dense": None, "matrix-free": np.float64, "matrix-free-float32": np.float32,
+             "nystrom": None}
+#: Solvers that never form K, by operator.
+OPERATOR_SOLVERS = {"matrix-free": ("pcg",), "matrix-free-float32": ("pcg",),
+                    "nystrom": ("pcg", "lowrank-newton")}
 
 
 class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
@@ -79,7 +84,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
                  early_stopping=None, warm_start: bool = False, block_size=None,
-                 operator: str = "dense"):
+                 operator: str = "dense", n_landmarks: int = 500):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.kernel = kernel
@@ -98,6 +103,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self.warm_start = warm_start
         self.block_size = block_size
         self.operator = operator
+        self.n_landmarks = n_landmarks
 
     def _loss(self):
         raise NotImplementedError
@@ -132,10 +138,12 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError(f"operator={self.operator!r} recomputes a built-in kernel "
                                  "('rbf', 'poly' or 'linear') from X; it cannot take "
                                  f"kernel={self.kernel!r}.")
-            if self.solver not in ("auto", "fast", "pcg"):
-                raise ValueError(f"operator={self.operator!r} keeps K as products only, which "
-                                 f"only 'pcg' uses; solver={self.solver!r} would form K. Use "
-                                 "solver='auto' or 'pcg'.")
+            allowed = OPERATOR_SOLVERS[self.operator]
+            if self.solver not in ("auto", "fast", *allowed):
+                raise ValueError(f"operator={self.operator!r} never forms K, which only "
+                                 f"{allowed} respect; solver={self.solver!r} would form K. "
+                                 f"Use solver='auto' or one of {allowed}.")
+        check_int(self.n_landmarks, "n_landmarks", 1)
 
     def _precomputed(self) -> bool:
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
@@ -160,9 +168,13 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         Xo = X[order][:, order] if self._precomputed() else X[order]
         kern, self.kernel_params_ = kernel_function(
             self.kernel, Xo, self.sigma, self.degree, self.coef0, self.poly_scale)
-        if self.operator != "dense":
-            K = KernelOperator(Xo, "polynomial" if self.kernel == "poly" else self.kernel,
-                               dtype=OPERATORS[self.operator], **self.kernel_params_)
+        kind = "polynomial" if self.kernel == "poly" else self.kernel
+        if self.operator == "nystrom":
+            # Landmarks: a fixed-seed uniform sample of the training rows (reproducible fits).
+            K = NystromOperator(Xo, kind, landmarks=min(int(self.n_landmarks), n), seed=0,
+                                **self.kernel_params_)
+        elif self.operator != "dense":
+            K = KernelOperator(Xo, kind, dtype=OPERATORS[self.operator], **self.kernel_params_)
         else:
             K = kern(Xo, Xo)
             if K.shape != (n, n):
@@ -234,7 +246,8 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         previous = self._previous_solutions()
         if previous is not None and len(previous) != len(problems):
             previous = None
-        solver = "pcg" if (self.early_stopping is not None or self.operator != "dense") and (
+        products_only = self.operator in ("matrix-free", "matrix-free-float32")
+        solver = "pcg" if (self.early_stopping is not None or products_only) and (
             self.solver in ("auto", "fast")) else self.solver
         if len(problems) > 1 and previous is None and not options[0] and (
                 self.operator == "dense"):
@@ -273,6 +286,11 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self.intercept_ = bs[0] if binary else bs
         self.decision_values_ = F[inv, 0] if binary else F[inv]
         self.transduction_ = self._labels_from(self.decision_values_)
+        # A Nyström fit predicts through the feature map: f(x) = φ(x)ᵀ(Φᵀα) + b.
+        factor = getattr(problems[0].K, "factor", None) if self.operator == "nystrom" else None
+        self.nystrom_ = problems[0].K if factor is not None else None
+        self._feature_coef = None if factor is None else np.asarray(
+            factor.T @ alphas, dtype=np.float64)
         self.problem_ = problems[0] if binary else problems
         self.solution_ = solutions[0] if binary else solutions
         self.n_labeled_ = layout.n_labeled
@@ -287,6 +305,9 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         if self._precomputed() and X.shape[1] != self.X_fit_.shape[0]:
             raise ValueError(f"kernel='precomputed': X must be the (m, {self.X_fit_.shape[0]}) "
                              f"kernel between new and training points, got {X.shape}.")
+        if getattr(self, "nystrom_", None) is not None:
+            scores = self.nystrom_.features(X) @ self._feature_coef + self.intercept_
+            return scores[:, 0] if scores.shape[1] == 1 else scores
         return kernel_expansion(self._kernel, X, self.X_fit_, self.dual_coef_, self.intercept_,
                                 self.block_size)
 
@@ -342,10 +363,16 @@ _COMMON_DOC = """
         γs set with ``set_params``).
     block_size : int or None
         Rows of K(X_new, X_train) formed at a time by ``decision_function``.
-    operator : {"dense", "matrix-free", "matrix-free-float32"}
-        How K is held: stored (``"dense"``, every solver applies) or recomputed from X on every
+    operator : {"dense", "matrix-free", "matrix-free-float32", "nystrom"}
+        How K is held: stored (``"dense"``, every solver applies); recomputed from X on every
         product and never stored (:class:`ssl_opt.operators.KernelOperator`, float64 or float32
-        tiles; PCG only, docs/scaling.md) — for n whose 8n² bytes do not fit.
+        tiles; PCG only) — for n whose 8n² bytes do not fit; or replaced by its Nyström
+        approximation ``K̃ = ΦΦᵀ`` on ``n_landmarks`` training rows sampled with a fixed seed
+        (:class:`ssl_opt.operators.NystromOperator`; ``lowrank-newton`` or PCG): the fit is
+        of K̃, not K, and ``solution_.info["approximation"]`` says how far apart they are
+        (docs/scaling.md).
+    n_landmarks : int
+        Landmarks of ``operator="nystrom"`` (clipped to n); ignored otherwise.
 
     Attributes
     ----------
@@ -372,7 +399,7 @@ class LapSVC(_ManifoldClassifier):
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
                  early_stopping=None, warm_start: bool = False, block_size=None,
-                 operator: str = "dense"):
+                 operator: str = "dense", n_landmarks: int = 500):
         super().__init__(gamma_A, gamma_I, kernel=kernel, sigma=sigma, degree=degree,
                          coef0=coef0, poly_scale=poly_scale, n_neighbors=n_neighbors,
                          graph_weights=graph_weights,
@@ -380,7 +407,7 @@ class LapSVC(_ManifoldClassifier):
                          laplacian_power=laplacian_power, fit_intercept=fit_intercept,
                          solver=solver, solver_options=solver_options,
                          early_stopping=early_stopping, warm_start=warm_start,
-                         block_size=block_size, operator=operator)
+                         block_size=block_size, operator=operator, n_landmarks=n_landmarks)
         self.loss = loss
 
     def _loss(self):

@@ -33,7 +33,7 @@ from scipy.sparse.linalg import LinearOperator
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_int, check_positive
-from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare
+from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare, kernel_diagonal
 from ssl_opt.exceptions import InvalidInputError
 
 #: Default cap on the memory of the kernel tiles in flight (all threads together).
@@ -174,13 +174,7 @@ class KernelOperator(LinearOperator):
     # ------------------------------------------------------------------ what solvers ask for
     def diagonal(self) -> np.ndarray:
         """``diag(K)`` in O(n·d): ones for RBF, ``‖x_i‖²`` (linear), ``(s‖x_i‖² + c₀)^p``."""
-        if self.kind == "rbf":
-            return np.ones(self.shape[0])
-        sq = self._norms.astype(np.float64)
-        if self.kind == "linear":
-            return sq
-        return (self.params.get("scale", 1.0) * sq + self.params.get("coef0", 1.0)) ** int(
-            self.params.get("degree", 3))
+        return kernel_diagonal(self.kind, self.params, self.X)
 
     def columns(self, idx) -> np.ndarray:
         """``K[:, idx]`` (n × len(idx), float64)."""

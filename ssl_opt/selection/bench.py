@@ -117,6 +117,7 @@ class BenchReport:
     summaries: list[VariantSummary]
     time_limit: float
     files: dict[str, str] = field(default_factory=dict)
+    operator: str = "dense"
 
     def predicted_runs(self) -> list[Run]:
         """Held-out runs that succeeded and have a prediction."""
@@ -158,10 +159,13 @@ def _skipped(key, scale, size, solver, prediction, note) -> Run:
 def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] | None = None,
               solvers: list[str] | None = None, seed: int = 0, time_limit: float = 60.0,
               out_dir: str | Path | None = None, progress: bool = True,
-              repeat_below: float = 0.2) -> BenchReport:
+              repeat_below: float = 0.2, operator: str = "dense") -> BenchReport:
     """Run the benchmark of ``family`` (e.g. ``"npkl"``) and write the report to ``out_dir``.
 
-    Runs shorter than ``repeat_below`` seconds are repeated and the fastest of three kept."""
+    Runs shorter than ``repeat_below`` seconds are repeated and the fastest of three kept.
+    ``operator`` holds the instances' data in another operator kind (``Generator.operators``:
+    "matrix-free" or "nystrom" kernels, a "dask" design matrix on a local cluster, see
+    docs/scaling.md); only the variants that offer it run."""
     from tqdm.auto import tqdm
 
     gens = {k: g for k, g in registry.generators().items() if g.family == family}
@@ -174,6 +178,13 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
             raise InvalidInputError(f"family {family!r} has no variant {unknown}; it has "
                                     f"{sorted(k.split('/', 1)[1] for k in gens)}.")
         gens = {k: g for k, g in gens.items() if k.split("/", 1)[1] in variants}
+    if not isinstance(operator, str):
+        raise InvalidInputError(f"operator must be a string, got {operator!r}.")
+    offered = sorted({k for g in gens.values() for k in g.operators})
+    if operator not in offered:
+        raise InvalidInputError(f"family {family!r} offers the operator kinds {offered}, not "
+                                f"{operator!r}.")
+    gens = {k: g for k, g in gens.items() if operator in g.operators}
     table = registry.solvers()
     if solvers:
         unknown = sorted(set(solvers) - set(table))
@@ -197,57 +208,85 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
     bar = tqdm(steps, desc=f"bench {family}", unit="instance", disable=not progress)
     too_slow: set[tuple[str, str]] = set()
     convergence: dict[str, dict] = {}
-    for key, gen, scale in bar:
-        bar.set_postfix_str(f"{key} at {scale}")
-        problem = gen.instance(scale, seed)
-        size = cost_size(problem, gen.size_keys)
-        here: list[tuple[Run, object]] = []
-        for name, solver in table.items():
-            if not solver.supports(problem):
-                continue
-            prediction = predict(solver, problem)
-            entry = models.get((name, key))
-            model_sizes = {p[0] for p in entry[0].points} if entry else set()
-            if (key, name) in too_slow:
-                here.append((_skipped(key, scale, size, solver, prediction,
-                                      "slower than the time limit at a smaller size"), None))
-            elif prediction.seconds > time_limit:
-                here.append((_skipped(key, scale, size, solver, prediction,
-                                      f"predicted {prediction.seconds:.3g} s > time limit"),
-                             None))
-            else:
-                try:
-                    run, sol = _run_one(problem, solver, prediction, scale, size, key,
-                                        model_sizes, repeat_below)
-                except Exception as exc:  # one solver's bug must not end the benchmark
-                    run, sol = _skipped(key, scale, size, solver, prediction,
-                                        f"raised {type(exc).__name__}: {exc}"), None
-                    run.status = "error"
-                    too_slow.add((key, name))
-                if run.time_s > time_limit:
-                    too_slow.add((key, name))
-                here.append((run, sol))
-        _certify_all(problem, here)
-        try:
-            chosen = select(problem).solver
-        except UnsupportedProblemError:
-            chosen = None
-        for run, _ in here:
-            run.auto_choice = run.solver == chosen
-        refs = [(r, s) for r, s in here if r.backend == "reference" and r.succeeded]
-        if refs and any(r.backend == "fast" and s is not None for r, s in here):
-            convergence[key] = {"size": size, "p_star": refs[0][0].reference_objective,
-                                "reference_time": min(r.time_s for r, _ in refs),
-                                "histories": {r.solver: s.history for r, s in here
-                                              if r.backend == "fast" and s is not None}}
-        runs += [r for r, _ in here]
+    with _operator_context(operator):
+        for key, gen, scale in bar:
+            bar.set_postfix_str(f"{key} at {scale}")
+            problem = gen.instance(scale, seed, operator)
+            _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slow,
+                            repeat_below, runs, convergence)
     for key in gens:
         summaries.append(_summarize(key, [r for r in runs if r.variant == key], time_limit,
                                     convergence.get(key, {})))
-    report = BenchReport(family, runs, summaries, time_limit)
+    report = BenchReport(family, runs, summaries, time_limit, operator=operator)
     if out_dir is not None:
         write_report(report, out_dir)
     return report
+
+
+def _operator_context(operator: str):
+    """A 2-worker local dask cluster for the "dask" kind when no client is set; else nothing."""
+    import contextlib
+
+    if operator != "dask":
+        return contextlib.nullcontext()
+    from distributed import Client, LocalCluster, default_client
+
+    try:
+        default_client()
+        return contextlib.nullcontext()
+    except ValueError:
+        pass
+    stack = contextlib.ExitStack()
+    cluster = stack.enter_context(LocalCluster(n_workers=2, threads_per_worker=1,
+                                               dashboard_address=":0"))
+    stack.enter_context(Client(cluster))
+    return stack
+
+
+def _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slow,
+                    repeat_below, runs, convergence) -> None:
+    """Every applicable solver on one instance, certified; appends to ``runs``."""
+    size = cost_size(problem, gen.size_keys)
+    here: list[tuple[Run, object]] = []
+    for name, solver in table.items():
+        if not solver.supports(problem):
+            continue
+        prediction = predict(solver, problem)
+        entry = models.get((name, key))
+        model_sizes = {p[0] for p in entry[0].points} if entry else set()
+        if (key, name) in too_slow:
+            here.append((_skipped(key, scale, size, solver, prediction,
+                                  "slower than the time limit at a smaller size"), None))
+        elif prediction.seconds > time_limit:
+            here.append((_skipped(key, scale, size, solver, prediction,
+                                  f"predicted {prediction.seconds:.3g} s > time limit"),
+                         None))
+        else:
+            try:
+                run, sol = _run_one(problem, solver, prediction, scale, size, key,
+                                    model_sizes, repeat_below)
+            except Exception as exc:  # one solver's bug must not end the benchmark
+                run, sol = _skipped(key, scale, size, solver, prediction,
+                                    f"raised {type(exc).__name__}: {exc}"), None
+                run.status = "error"
+                too_slow.add((key, name))
+            if run.time_s > time_limit:
+                too_slow.add((key, name))
+            here.append((run, sol))
+    _certify_all(problem, here)
+    try:
+        chosen = select(problem).solver
+    except UnsupportedProblemError:
+        chosen = None
+    for run, _ in here:
+        run.auto_choice = run.solver == chosen
+    refs = [(r, s) for r, s in here if r.backend == "reference" and r.succeeded]
+    if refs and any(r.backend == "fast" and s is not None for r, s in here):
+        convergence[key] = {"size": size, "p_star": refs[0][0].reference_objective,
+                            "reference_time": min(r.time_s for r, _ in refs),
+                            "histories": {r.solver: s.history for r, s in here
+                                          if r.backend == "fast" and s is not None}}
+    runs.extend(r for r, _ in here)
 
 
 def _certify_all(problem, here) -> None:
@@ -497,7 +536,8 @@ def _fmt_time(r: Run) -> str:
 
 def markdown(report: BenchReport, files: dict[str, str]) -> str:
     ok, total = report.prediction_accuracy()
-    lines = [f"# Benchmark: {report.family}", "",
+    kind = "" if report.operator == "dense" else f" ({report.operator} operator)"
+    lines = [f"# Benchmark: {report.family}{kind}", "",
              f"Run {datetime.now(timezone.utc).isoformat(timespec='seconds')} on "
              f"{model_store.machine_description()['processor']} "
              f"({model_store.machine_description()['cpus']} CPUs); time limit "

@@ -28,14 +28,24 @@ class Generator:
     calibration_scales: tuple[int, ...]
     #: Default grid of ``ssl-opt bench``; kept off the calibration scales (held-out sizes).
     bench_scales: tuple[int, ...]
+    #: Operator kinds ``build`` can hold the data in (docs/scaling.md): "dense" (arrays as
+    #: given) and e.g. "matrix-free", "nystrom" (a kernel family) or "dask" (a design
+    #: matrix on a cluster). ``build(scale, seed, operator=kind)`` is called for the others.
+    operators: tuple[str, ...] = ("dense",)
 
     @property
     def family(self) -> str:
         return self.key.split("/", 1)[0]
 
-    def instance(self, scale: int, seed: int = 0):
-        """``build(scale, seed)``, checked to be the family/variant this generator claims."""
-        problem = self.build(int(scale), int(seed))
+    def instance(self, scale: int, seed: int = 0, operator: str = "dense"):
+        """``build(scale, seed)`` (with ``operator=`` unless "dense"), checked to be the
+        family/variant this generator claims."""
+        if operator not in self.operators:
+            raise InvalidInputError(
+                f"generator {self.key!r} has no operator kind {operator!r}; it has "
+                f"{list(self.operators)}.")
+        problem = (self.build(int(scale), int(seed)) if operator == "dense"
+                   else self.build(int(scale), int(seed), operator=operator))
         got = problem_key(problem)
         if got != self.key:
             raise InvalidInputError(

@@ -9,17 +9,30 @@ large CSR matrix would copy it; :class:`LinearDesign` applies it implicitly inst
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt._validation import as_float_matrix
 from ssl_opt.exceptions import InvalidInputError
 
+#: Seconds per stored entry of X for the product pair X̃p, X̃ᵀq in memory (sparse or dense).
+PAIR_SECONDS_PER_ENTRY = 1.35e-9
+
 
 class LinearDesign:
     """``X̃ = [X, 1]`` (or ``X`` when ``bias=False``) with products in O(nnz)."""
 
+    #: ``X`` is an array of this process (a distributed design says False: :attr:`X` refuses).
+    in_memory = True
+
     def __init__(self, X, bias: bool, name: str = "X"):
+        if is_dask_array(X):  # np.asarray would gather the whole matrix onto this machine
+            raise InvalidInputError(
+                f"{name} is a dask array: LinearDesign would load it into memory. Use "
+                f"ssl_opt.operators.DaskDesign({name}, bias, client=...), which keeps the rows on "
+                "the workers (LinearSVM, TSVM and DAS3VM build it for a dask array).")
         X = as_float_matrix(X, name)
         if X.shape[0] == 0 or X.shape[1] == 0:
             raise InvalidInputError(
@@ -39,6 +52,12 @@ class LinearDesign:
     @property
     def nnz(self) -> int:
         return int(self.X.nnz) if self.sparse else int(self.X.size)
+
+    def product_seconds(self) -> float:
+        """Predicted seconds of one product pair ``X̃p``, ``X̃ᵀq`` over all rows (a CGLS
+        iteration's): ``PAIR_SECONDS_PER_ENTRY`` per stored entry, measured in memory on this
+        2-core machine (6.1 ms at 100,000 × 20,000 with 45 non-zeros a row)."""
+        return PAIR_SECONDS_PER_ENTRY * self.nnz + 2e-5
 
     def matvec(self, w: np.ndarray) -> np.ndarray:
         """``X̃ w`` (n,)."""
@@ -69,3 +88,22 @@ class LinearDesign:
         parts = [self.X[np.asarray(b)] for b in blocks]
         X = sp.vstack(parts, format="csr") if self.sparse else np.vstack(parts)
         return LinearDesign(X, self.bias)
+
+
+def is_dask_array(X) -> bool:
+    """Whether ``X`` is a ``dask.array.Array`` (dask is not imported when it is not loaded)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(X, module.Array)
+
+
+def as_design(X, bias: bool) -> LinearDesign:
+    """``X`` itself when it is a design already (shared, with its own bias), a
+    :class:`~ssl_opt.operators.DaskDesign` on the default ``distributed.Client`` for a dask
+    array, otherwise ``LinearDesign(X, bias)``."""
+    if isinstance(X, LinearDesign):
+        return X
+    if is_dask_array(X):
+        from ssl_opt.operators.distributed import DaskDesign
+
+        return DaskDesign(X, bias)
+    return LinearDesign(X, bias)

@@ -54,16 +54,22 @@ def register_examples():
 
 def _text_at(kind: str):
     """Sparse text with n rows over n // 2 words, 25 words per row; every row labeled for the
-    L2-SVM, 10 % labeled for TSVM and DA."""
-    def build(n: int, seed: int):
+    L2-SVM, 10 % labeled for TSVM and DA. ``operator="dask"`` puts X's rows on the workers of
+    the default ``distributed.Client`` (:class:`~ssl_opt.operators.DaskDesign`)."""
+    def build(n: int, seed: int, operator: str = "dense"):
         labeled = n if kind == "l2svm" else max(4, n // 10)
         data = synthetic_text(n, max(100, n // 2), nnz_per_row=25, n_labeled=labeled, r=0.5,
                               seed=seed)
+        X = data.X
+        if operator == "dask":  # rows on the workers of the default distributed.Client
+            from ssl_opt.operators import DaskDesign
+
+            X = DaskDesign(X, bias=True)
         if kind == "l2svm":
-            return LinearSVM(data.X, data.y, lam=1e-2)
+            return LinearSVM(X, data.y, lam=1e-2)
         if kind == "tsvm":
-            return TSVM(data.X, data.y, lam=1e-3, lam_u=1.0)
-        return DAS3VM(data.X, data.y, lam=1e-3, lam_u=1.0, r=0.5)
+            return TSVM(X, data.y, lam=1e-3, lam_u=1.0)
+        return DAS3VM(X, data.y, lam=1e-3, lam_u=1.0, r=0.5)
 
     return build
 
@@ -72,11 +78,12 @@ def _text_at(kind: str):
 def register_generators():
     grid = geometric_scales(200, 200_000)
     bench = (500, 2000, 8000, 32000, 128000)
+    kinds = ("dense", "dask")
     return [
         Generator("linear/l2svm", ("nnz",), _text_at("l2svm"),
-                  "L2-SVM on sparse text, n rows x n/2 words", grid, bench),
+                  "L2-SVM on sparse text, n rows x n/2 words", grid, bench, kinds),
         Generator("linear/tsvm", ("nnz",), _text_at("tsvm"),
-                  "TSVM on sparse text, 10 % labeled", grid, bench),
+                  "TSVM on sparse text, 10 % labeled", grid, bench, kinds),
         Generator("linear/da", ("nnz",), _text_at("da"),
-                  "DA S3VM on sparse text, 10 % labeled", grid, bench),
+                  "DA S3VM on sparse text, 10 % labeled", grid, bench, kinds),
     ]

@@ -36,7 +36,7 @@ from ssl_opt._validation import (
 from ssl_opt.components import MarginLoss, SquaredHinge
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import NonConvexProblem, Problem, Structure
-from ssl_opt.problems.linear.design import LinearDesign
+from ssl_opt.problems.linear.design import LinearDesign, as_design
 from ssl_opt.solvers import Option
 
 #: The L2 loss of the whole family [001 eq. 2]: MFN's CGLS steps and break-point line search
@@ -44,12 +44,46 @@ from ssl_opt.solvers import Option
 L2_LOSS: MarginLoss = SquaredHinge()
 
 
-class LinearSVM(Problem):
+#: n-vectors a linear solver keeps on the client when X is distributed (outputs, CGLS's z,
+#: labels, costs, temporaries).
+CLIENT_VECTORS = 12
+
+
+class _DesignCosts:
+    """Selection's corrections for a design whose rows are not in this process (a
+    :class:`~ssl_opt.operators.DaskDesign`): the cost models were fitted in memory."""
+
+    def time_for(self, solver, modeled: float) -> tuple[float, str]:
+        """A product-bound solver's time scales by the ratio of the design's product pair to
+        the same pair in memory (synchronizations included). Returns ``(seconds, note)``."""
+        design = self.design
+        if design.in_memory or modeled != modeled:
+            return modeled, ""
+        local = LinearDesign.product_seconds(design)
+        pair = float(design.product_seconds())
+        ratio = pair / local
+        return modeled * ratio, (
+            f"X on {design.n_blocks} dask row blocks: a product pair ~{pair:.3g} s, "
+            f"{ratio:.3g}× in memory ({1e3 * design.sync_seconds:.3g} ms per synchronization)")
+
+    def memory_for(self, solver, modeled: float) -> tuple[float, str]:
+        """X and the active-row copies live on the workers: the client holds
+        ``CLIENT_VECTORS`` n-vectors. Returns ``(bytes, note)``."""
+        design = self.design
+        if design.in_memory:
+            return modeled, ""
+        return 8.0 * CLIENT_VECTORS * design.n, (
+            "X on the workers: the client holds O(n) vectors")
+
+
+class LinearSVM(_DesignCosts, Problem):
     """L2-SVM ``J(w) = λ/2‖w‖² + ½ Σ_i c_i max(0, 1 − y_i w̃ᵀx̃_i)²`` [001 eq. 2].
 
     Parameters
     ----------
-    X : (n, d) array or sparse matrix (CSR preferred; never densified)
+    X : (n, d) array or sparse matrix (CSR preferred; never densified), a dask array (rows
+        kept on the workers of the default ``distributed.Client``:
+        :class:`~ssl_opt.operators.DaskDesign`) or a prebuilt design (shared)
         The first ``len(y)`` rows are the training rows (extra rows are ignored).
     y : (l,) array of ±1
     lam : float > 0
@@ -65,7 +99,7 @@ class LinearSVM(Problem):
 
     def __init__(self, X, y, lam, cost=None, bias=True):
         bias = check_bool(bias, "bias")
-        design = X if isinstance(X, LinearDesign) else LinearDesign(X, bias)
+        design = as_design(X, bias)
         y = check_binary_labels(y, "y", design.n)
         if design.n > y.size:
             design = design.rows(slice(0, y.size))
@@ -142,7 +176,7 @@ class LinearSVM(Problem):
         return self.outputs(self.unpack(x)["w"])
 
 
-class _Transductive(NonConvexProblem):
+class _Transductive(_DesignCosts, NonConvexProblem):
     """Shared data of TSVM and DA: the first ``l = len(y)`` rows labeled, ``u = n − l`` not."""
 
     family = "linear"
@@ -152,7 +186,7 @@ class _Transductive(NonConvexProblem):
         # A prebuilt LinearDesign (with its own bias) is shared, not copied: the one-vs-rest
         # problems of a multi-class fit all read the same rows.
         bias = check_bool(bias, "bias")
-        design = X if isinstance(X, LinearDesign) else LinearDesign(X, bias)
+        design = as_design(X, bias)
         y = check_binary_labels(y, "y", design.n)
         if y.size == design.n:
             raise InvalidInputError(
@@ -241,7 +275,8 @@ class TSVM(_Transductive):
 
     Parameters
     ----------
-    X : (n, d) array or sparse matrix; the first ``len(y)`` rows are labeled
+    X : (n, d) array, sparse matrix, dask array (:class:`~ssl_opt.operators.DaskDesign`) or
+        prebuilt design; the first ``len(y)`` rows are labeled
     y : (l,) ±1 labels
     lam, lam_u : λ > 0 and λ' ≥ 0
     r : fraction of positive unlabeled rows (default: the labeled positive fraction)

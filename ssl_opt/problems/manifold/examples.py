@@ -6,6 +6,7 @@ from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
 from ssl_opt.datasets.synthetic import gaussian_blobs, two_moons
 from ssl_opt.examples import Example
 from ssl_opt.hookspecs import hookimpl
+from ssl_opt.operators import KernelOperator, NystromOperator
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
 from ssl_opt.selection.generators import Generator, geometric_scales
 
@@ -35,6 +36,13 @@ def _blobs_logistic():
     return LapSVM(K, L, data.y, gamma_A=1e-1, gamma_I=0.5, loss="logistic")
 
 
+def _nystrom_moons():
+    data = two_moons(n=120, n_labeled=6, noise=0.1, seed=1)
+    K = NystromOperator(data.X, "rbf", landmarks=40, seed=0, sigma=0.35)
+    L = graph_laplacian_from_data(data.X, n_neighbors=6)
+    return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
+
+
 @hookimpl
 def register_examples():
     return [
@@ -47,14 +55,29 @@ def register_examples():
         Example("lapsvm-logistic-blobs", "manifold",
                 "logistic LapSVM variant, Gaussian blobs n=100, heat-weighted normalized L",
                 _blobs_logistic),
+        Example("lapsvm-nystrom-moons", "manifold",
+                "primal LapSVM on a rank-40 Nyström kernel (K̃ = ΦΦᵀ), two moons n=120",
+                _nystrom_moons),
     ]
 
 
+#: Landmarks of the "nystrom" operator kind of the generators.
+NYSTROM_LANDMARKS = 100
+
+
 def _moons_at(problem):
-    """Two moons with n points, 4 % of them labeled, the RBF kernel and a 6-NN Laplacian."""
-    def build(n: int, seed: int):
+    """Two moons with n points, 4 % of them labeled, the RBF kernel and a 6-NN Laplacian; K
+    stored ("dense"), recomputed on every product ("matrix-free", :class:`KernelOperator`) or
+    its Nyström approximation on ``NYSTROM_LANDMARKS`` sampled points ("nystrom")."""
+    def build(n: int, seed: int, operator: str = "dense"):
         data = two_moons(n=n, n_labeled=max(4, n // 25), noise=0.1, seed=seed)
-        K = rbf_kernel(data.X, sigma=0.35)
+        if operator == "matrix-free":
+            K = KernelOperator(data.X, "rbf", sigma=0.35)
+        elif operator == "nystrom":
+            K = NystromOperator(data.X, "rbf", landmarks=min(n, NYSTROM_LANDMARKS),
+                                seed=seed, sigma=0.35)
+        else:
+            K = rbf_kernel(data.X, sigma=0.35)
         L = graph_laplacian_from_data(data.X, n_neighbors=6)
         return problem(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
 
@@ -65,11 +88,13 @@ def _moons_at(problem):
 def register_generators():
     grid = geometric_scales(60, 4000)
     bench = (40, 100, 250, 500, 1000, 2000)
+    kinds = ("dense", "matrix-free", "nystrom")
     return [
         Generator("manifold/squared_hinge", ("n",), _moons_at(_lapsvm("squared_hinge")),
-                  "primal LapSVM, two moons with n points", grid, bench),
+                  "primal LapSVM, two moons with n points", grid, bench, kinds),
         Generator("manifold/squared", ("n",), _moons_at(LapRLS),
-                  "LapRLS, two moons with n points", grid, bench),
+                  "LapRLS, two moons with n points", grid, bench, kinds),
         Generator("manifold/hinge", ("n",), _moons_at(_lapsvm("hinge")),
-                  "hinge LapSVM (references only), two moons with n points", grid, bench),
+                  "hinge LapSVM (references only), two moons with n points", grid, bench,
+                  kinds),
     ]

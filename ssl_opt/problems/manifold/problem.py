@@ -240,7 +240,11 @@ class LapSVM(Problem):
         ``modeled + 8n²``. Returns ``(bytes, note)``; the note is empty when nothing changes."""
         if not self.kernel_is_operator or "K_dense" in vars(self):
             return modeled, ""
-        if getattr(solver, "kernel_access", "dense") == "products":
+        access = getattr(solver, "kernel_access", "dense")
+        if access == "factor":
+            return float(solver.predicted_memory(self)), (
+                "K is a low-rank factor ΦΦᵀ: the solver works with Φ, K never formed")
+        if access == "products":
             own = float(solver.predicted_memory(self))
             if own != own:
                 own = 8.0 * PRODUCT_SOLVER_VECTORS * self.n + self.kernel_workspace
@@ -257,15 +261,28 @@ class LapSVM(Problem):
         bound); any other solver adds forming K once (every kernel entry computed once: about one
         product's work). Returns ``(seconds, note)``."""
         product = getattr(self.K, "product_seconds", None) if self.kernel_is_operator else None
-        if product is None or "K_dense" in vars(self) or modeled != modeled:
+        access = getattr(solver, "kernel_access", "dense")
+        if (product is None or "K_dense" in vars(self) or modeled != modeled
+                or access == "factor"):
             return modeled, ""
         per_product = float(product())
-        if getattr(solver, "kernel_access", "dense") == "products":
+        if access == "products":
             ratio = per_product / (DENSE_PRODUCT_SECONDS * self.n**2)
-            return modeled * ratio, (f"each product recomputes K: ~{per_product:.3g} s, "
+            return modeled * ratio, (f"each product costs ~{per_product:.3g} s on the operator, "
                                      f"{ratio:.3g}× a stored K's")
-        # Forming K computes every kernel entry once: about one product's work.
-        return modeled + per_product, f"+ ~{per_product:.3g} s to form K from the operator"
+        # Forming K: the operator's own estimate (a Nyström K̃ is an n×n×r GEMM), else every
+        # kernel entry computed once, about one product's work.
+        dense = getattr(self.K, "dense_seconds", None)
+        form = float(dense()) if callable(dense) else per_product
+        return modeled + form, f"+ ~{form:.3g} s to form K from the operator"
+
+    @property
+    def approximation_note(self) -> str:
+        """What K approximates, when it says (a :class:`~ssl_opt.operators.NystromOperator`'s
+        ``approximation_note()``): solutions and certificates carry it, so results on an
+        approximate kernel are never mistaken for the exact kernel's. Empty otherwise."""
+        note = getattr(self.K, "approximation_note", None) if self.kernel_is_operator else None
+        return str(note()) if callable(note) else ""
 
     @property
     def kernel_workspace(self) -> float:

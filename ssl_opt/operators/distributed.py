@@ -1,0 +1,421 @@
+r"""A design matrix row-partitioned across the workers of a ``dask.distributed`` cluster.
+
+:class:`DaskDesign` is ``X̃ = [X, 1]`` of the linear family [001 §2] (a
+:class:`~ssl_opt.problems.linear.design.LinearDesign`) whose rows live on the workers of a
+``distributed.Client``: MFN and its CGLS [001 §2.1], TSVM [001 §3.1] and DA [001 §3.2] run on it
+unchanged, since they touch ``X`` only through ``matvec``, ``rmatvec`` and ``rows``.
+
+What lives where
+----------------
+* **Workers**: the row blocks ``X_1, …, X_B`` of ``X`` (CSR, or a dense float64 array), built
+  there from the dask array's chunks (by default merged into one contiguous block per worker
+  thread, so ``B`` is the number of worker threads), and the transient row subsets MFN's CGLS
+  runs on (its active rows, computed on the workers from local indices).
+* **Client**: the small vectors: weights ``w`` and the CGLS vectors ``β, p, r`` (``d + 1``
+  floats each); the outputs ``o = X̃w`` and CGLS's ``z = C(b − X̃β)`` over the rows (``n``
+  floats each); the labels, TSVM's switched labels ``ŷ`` and DA's ``p`` with its ν root
+  (``u`` floats). ``X`` is never gathered: :attr:`X` raises.
+
+Products (a map over the blocks and a reduction)
+------------------------------------------------
+* ``X̃ w``: each block's task receives ``w[:d]`` and returns ``X_b w[:d]`` (``n_b`` floats);
+  the client concatenates the pieces in block order and adds the bias ``w[d]``.
+* ``X̃ᵀ v``: ``v`` is split by the block offsets, each piece sent with its block's task, which
+  returns ``X_bᵀ v_b`` (``d`` floats, ``d × k`` for ``k`` columns); the ``B`` partial sums are
+  added pairwise on the workers (a tree of ``B − 1`` tasks) and one ``d``-vector reaches the
+  client, which appends the bias row ``Σ v``.
+
+Bytes per CGLS iteration (one of each product on the ``n_a`` active rows, ``B`` blocks): ``8·B·d``
+to the workers with ``w`` and ``8·n_a`` back; ``8·n_a`` to the workers with ``z`` and ``8·d``
+back, plus at most ``8·(B − 1)·d`` between workers in the tree — ``8·((B + 1)·d + 2·n_a)``
+bytes through the client, two synchronizations (one per product) and ``3B − 1`` tasks.
+:attr:`DaskDesign.traffic` counts them (shared with the designs :meth:`rows` derives).
+
+Compared with :class:`LinearDesign`, ``X̃ w`` is computed row by row exactly as in memory;
+``X̃ᵀ v`` adds the blocks' partial sums in a different order (round-off only).
+"""
+
+from __future__ import annotations
+
+import operator
+import time
+from dataclasses import asdict, dataclass
+from functools import cached_property
+
+import numpy as np
+import scipy.sparse as sp
+
+from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
+
+_F8 = 8  # bytes per float64
+
+
+@dataclass
+class DaskTraffic:
+    """What the products moved, counted on the client (shared by a design and its row
+    subsets). ``bytes_between_workers`` is an upper bound: a tree sum whose two operands sit on
+    the same worker moves nothing."""
+
+    matvecs: int = 0
+    rmatvecs: int = 0
+    round_trips: int = 0
+    tasks: int = 0
+    bytes_to_workers: int = 0
+    bytes_from_workers: int = 0
+    bytes_between_workers: int = 0
+    #: Rows the products ran over (their compute is proportional to these rows' non-zeros).
+    rows: int = 0
+    #: Wall-clock seconds the client spent in products (waiting included).
+    seconds: float = 0.0
+
+    def snapshot(self) -> dict[str, float]:
+        return asdict(self)
+
+    def reset(self) -> None:
+        for name, value in asdict(self).items():
+            setattr(self, name, type(value)())
+
+
+# --------------------------------------------------------------------- worker-side functions
+def _noop() -> None:
+    return None
+
+
+def _as_block(chunk):
+    """A chunk as a float64 CSR matrix in canonical format, or a C-contiguous float64 array."""
+    if sp.issparse(chunk):
+        block = sp.csr_matrix(chunk, dtype=np.float64)
+        if not block.has_canonical_format:
+            block = block.copy()  # never modify a chunk someone else holds
+            block.sum_duplicates()
+        return block
+    if hasattr(chunk, "tocsr") and not isinstance(chunk, np.ndarray):  # pydata sparse
+        return _as_block(chunk.tocsr())
+    return np.ascontiguousarray(np.asarray(chunk), dtype=np.float64)
+
+
+def _block_info(block) -> tuple[int, int, int, bool, bool]:
+    """``(rows, columns, stored entries, sparse, all finite)`` of one block."""
+    data = block.data if sp.issparse(block) else block
+    nnz = int(block.nnz) if sp.issparse(block) else int(block.size)
+    return (int(block.shape[0]), int(block.shape[1]), nnz, sp.issparse(block),
+            bool(np.all(np.isfinite(data))))
+
+
+def _nnz(block) -> int:
+    return int(block.nnz) if sp.issparse(block) else int(block.size)
+
+
+def _vstack(*blocks):
+    if sp.issparse(blocks[0]):
+        return sp.vstack(blocks, format="csr")
+    return np.vstack(blocks)
+
+
+def _matvec(block, w):
+    return np.asarray(block @ w, dtype=np.float64).ravel()
+
+
+def _rmatvec(block, v):
+    return np.asarray(block.T @ v, dtype=np.float64).reshape((block.shape[1],) + v.shape[1:])
+
+
+def _take(block, index):
+    return block[index]
+
+
+# ------------------------------------------------------------------------------- the design
+def _resolve_client(client):
+    import distributed
+
+    if client is None:
+        try:
+            return distributed.default_client()
+        except ValueError as exc:
+            raise InvalidInputError(
+                "DaskDesign needs a dask.distributed Client: pass client=Client(...) (a "
+                "LocalCluster, or Client('tcp://scheduler:8786') on a cluster), or create one "
+                "first so that it is the default client.") from exc
+    if not isinstance(client, distributed.Client):
+        raise InvalidInputError(
+            f"client must be a distributed.Client, got {type(client).__name__}.")
+    return client
+
+
+def _as_dask_array(X, n_slots: int, name: str):
+    import dask.array as da
+
+    if not isinstance(X, da.Array):
+        if not (sp.issparse(X) or isinstance(X, np.ndarray)):
+            raise InvalidInputError(
+                f"{name} must be a dask.array.Array (or a NumPy / SciPy sparse matrix to split "
+                f"across the workers), got {type(X).__name__}.")
+        rows = max(1, -(-X.shape[0] // n_slots)) if X.ndim == 2 else 1
+        X = da.from_array(sp.csr_matrix(X) if sp.issparse(X) else X,
+                          chunks=(rows, -1), asarray=False)
+    if X.ndim != 2:
+        raise InvalidInputError(f"{name} must be 2-D, got a dask array with shape {X.shape}.")
+    if X.dtype.kind not in "biuf":
+        raise InvalidInputError(
+            f"{name} must hold real numbers, got dtype {X.dtype}"
+            + (" (complex values have no order for the margins)" if X.dtype.kind == "c" else "")
+            + ".")
+    if X.numblocks[1] > 1:  # row blocks must hold whole rows: one chunk along the columns
+        X = X.rechunk({1: -1})
+    return X
+
+
+class DaskDesign(LinearDesign):
+    """``X̃ = [X, 1]`` (or ``X``) over row blocks held by the workers of a dask cluster.
+
+    Parameters
+    ----------
+    X : dask.array.Array (n, d), dense or with scipy.sparse chunks, chunked along the rows
+        (column chunks are merged: each block holds whole rows); a NumPy array or SciPy sparse
+        matrix is split into one block per worker thread (sent through the scheduler: generate
+        large data on the workers instead, e.g. ``dask.array.map_blocks`` / ``from_delayed``).
+    bias : bool
+        Append the constant feature 1 (implicitly, as :class:`LinearDesign`).
+    client : distributed.Client (default: ``distributed.default_client()``).
+    merge : bool
+        Merge the chunks into one contiguous block per worker thread (default): a product then
+        costs one task per thread. ``False`` keeps one block per row chunk (small chunks can
+        spill to disk one by one when the workers run out of memory).
+    """
+
+    in_memory = False
+
+    def __init__(self, X, bias: bool = True, client=None, *, merge: bool = True,
+                 name: str = "X"):
+        self._client = _resolve_client(client)
+        # One slot per worker thread, a worker's slots side by side.
+        slots = [a for a, k in sorted(self._client.nthreads().items()) for _ in range(k)]
+        X = _as_dask_array(X, max(1, len(slots)), name)
+        import dask
+
+        chunks = [dask.delayed(_as_block)(part) for part in X.to_delayed().ravel()]
+        futures = self._client.compute(chunks)
+        info = self._client.gather(self._client.map(_block_info, futures, pure=False))
+        self._check(info, name)
+        if merge and len(futures) > 1 and slots:
+            futures, info = self._merge(futures, info, slots)
+        self._setup([f for f, i in zip(futures, info, strict=True) if i[0] > 0],
+                    np.array([i[0] for i in info if i[0] > 0], dtype=np.int64),
+                    info[0][1], bool(bias), info[0][3], DaskTraffic())
+        self._nnz = sum(i[2] for i in info)
+
+    @staticmethod
+    def _check(info, name: str) -> None:
+        d = {i[1] for i in info}
+        if len(d) != 1:
+            raise InvalidInputError(f"the row blocks of {name} have different column counts "
+                                    f"{sorted(d)}.")
+        n = sum(i[0] for i in info)
+        if n == 0 or info[0][1] == 0:
+            raise InvalidInputError(f"{name} is empty (shape ({n}, {info[0][1]})); pass an n x d "
+                                    "matrix with n, d >= 1.")
+        if len({i[3] for i in info}) != 1:
+            raise InvalidInputError(f"the row blocks of {name} mix dense and sparse chunks.")
+        bad = [k for k, i in enumerate(info) if not i[4]]
+        if bad:
+            raise InvalidInputError(f"{name} contains NaN or inf (row blocks {bad[:5]}); remove "
+                                    "or impute those entries.")
+
+    def _merge(self, futures, info, slots: list[str]):
+        """Contiguous groups of chunks with about ``n / len(slots)`` rows each, each stacked on
+        its slot's worker (the chunks move between workers once, never to the client)."""
+        rows = np.array([i[0] for i in info])
+        ends = np.cumsum(rows)
+        k = len(slots)
+        cuts = np.searchsorted(ends, ends[-1] * np.arange(1, k) / k, "left") + 1
+        groups = [g for g in np.split(np.arange(len(futures)), np.unique(cuts)) if g.size]
+        merged = [self._client.submit(_vstack, *[futures[i] for i in g], pure=False,
+                                      workers=[slots[j]], allow_other_workers=True)
+                  if g.size > 1 else futures[g[0]] for j, g in enumerate(groups)]
+        merged_info = [(int(rows[g].sum()), info[0][1], sum(info[k][2] for k in g), info[0][3],
+                        True) for g in groups]
+        self._client.gather(self._client.map(_nnz, merged, pure=False))  # wait: chunks freed
+        return merged, merged_info
+
+    def _setup(self, blocks, sizes, d, bias, sparse, traffic) -> None:
+        self._blocks = list(blocks)
+        self._sizes = np.asarray(sizes, dtype=np.int64)
+        self._offsets = np.concatenate([[0], np.cumsum(self._sizes)])
+        self.n, self.d = int(self._offsets[-1]), int(d)
+        self.bias = bool(bias)
+        self.dim = self.d + int(self.bias)
+        self._sparse = bool(sparse)
+        self._nnz = None
+        self.traffic = traffic
+
+    def _derived(self, blocks, sizes) -> DaskDesign:
+        sub = object.__new__(DaskDesign)
+        sub._client = self._client
+        sub._setup(blocks, sizes, self.d, self.bias, self._sparse, self.traffic)
+        return sub
+
+    # ----------------------------------------------------------------------- the interface
+    @property
+    def X(self):
+        raise InvalidInputError(
+            f"X is distributed ({self.n} x {self.d} in {self.n_blocks} row blocks on the "
+            "workers of a dask Client); this step needs it in memory. The solvers mfn, tsvm and "
+            "da and the certificates' residuals work on the distributed design; the CVXPY "
+            "reference and the modelling layer do not.")
+
+    @property
+    def client(self):
+        return self._client
+
+    @cached_property
+    def sync_seconds(self) -> float:
+        """Seconds of one synchronization with the cluster: the median of three round trips of
+        a no-op task (measured once; ~11 ms on a local cluster here, most of it dask's message
+        batching)."""
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            self._client.submit(_noop, pure=False).result()
+            times.append(time.perf_counter() - start)
+        return float(np.median(times))
+
+    def product_seconds(self) -> float:
+        """Predicted seconds of one product pair ``X̃p``, ``X̃ᵀq`` (a CGLS iteration): two
+        synchronizations, a tree level per doubling of the blocks, and the in-memory compute
+        divided over the blocks (the model of docs/scaling.md, without the bandwidth term)."""
+        levels = int(np.ceil(np.log2(max(1, self.n_blocks))))
+        compute = PAIR_SECONDS_PER_ENTRY * self.nnz / max(1, self.n_blocks)
+        return (2 + levels) * self.sync_seconds + compute
+
+    @property
+    def n_blocks(self) -> int:
+        return len(self._blocks)
+
+    @property
+    def block_rows(self) -> np.ndarray:
+        return self._sizes.copy()
+
+    @property
+    def sparse(self) -> bool:
+        return self._sparse
+
+    @property
+    def nnz(self) -> int:
+        """Stored entries of ``X`` (counted on the workers once)."""
+        if self._nnz is None:
+            futures = self._client.map(_nnz, self._blocks, pure=False)
+            self._nnz = int(sum(self._client.gather(futures)))
+        return self._nnz
+
+    def matvec(self, w: np.ndarray) -> np.ndarray:
+        """``X̃ w`` (n,): ``X_b w[:d]`` on each block's worker, concatenated on the client."""
+        w = np.asarray(w, dtype=np.float64)
+        if not self._blocks:
+            return np.zeros(0)
+        start = time.perf_counter()
+        head = w[: self.d]
+        pieces = [self._client.submit(_matvec, b, head, pure=False) for b in self._blocks]
+        out = np.concatenate(self._client.gather(pieces))
+        if self.bias:
+            out += w[self.d]
+        t = self.traffic
+        t.matvecs += 1
+        t.round_trips += 1
+        t.tasks += len(pieces)
+        t.bytes_to_workers += _F8 * self.d * len(pieces)
+        t.bytes_from_workers += _F8 * self.n
+        t.rows += self.n
+        t.seconds += time.perf_counter() - start
+        return out
+
+    def rmatvec(self, v: np.ndarray) -> np.ndarray:
+        """``X̃ᵀ v``: (dim,) for a vector, (dim, k) for k columns; ``X_bᵀ v_b`` on each
+        block's worker, summed by a tree of pairwise additions on the workers."""
+        v = np.asarray(v, dtype=np.float64)
+        out = np.zeros((self.dim,) + v.shape[1:])
+        if not self._blocks:
+            return out
+        start = time.perf_counter()
+        o = self._offsets
+        parts = [self._client.submit(_rmatvec, b, v[o[k]:o[k + 1]], pure=False)
+                 for k, b in enumerate(self._blocks)]
+        tasks, between = len(parts), 0
+        while len(parts) > 1:
+            pairs = [self._client.submit(operator.add, parts[k], parts[k + 1], pure=False)
+                     for k in range(0, len(parts) - 1, 2)]
+            tasks, between = tasks + len(pairs), between + len(pairs)
+            parts = pairs + parts[len(parts) - len(parts) % 2:]
+        out[: self.d] = parts[0].result()
+        if self.bias:
+            out[self.d] = v.sum(axis=0)
+        k = int(np.prod(v.shape[1:], dtype=np.int64))
+        t = self.traffic
+        t.rmatvecs += 1
+        t.round_trips += 1
+        t.tasks += tasks
+        t.bytes_to_workers += _F8 * v.size
+        t.bytes_from_workers += _F8 * self.d * k
+        t.bytes_between_workers += _F8 * self.d * k * between
+        t.rows += self.n
+        t.seconds += time.perf_counter() - start
+        return out
+
+    def rows(self, index) -> DaskDesign:
+        """The design restricted to ``index`` (a slice, a boolean mask or integer indices, in
+        that order), computed on the workers: a block wholly inside a slice is shared, the
+        others are cut from local indices (the indices go to the workers, no rows come back)."""
+        if isinstance(index, slice):
+            start, stop, step = index.indices(self.n)
+            if step == 1:
+                return self._row_range(start, max(start, stop))
+        idx = np.arange(self.n)[index]
+        if idx.ndim != 1:
+            raise InvalidInputError("rows() takes a slice, a boolean mask or a 1-D array of "
+                                    f"row indices, got an index of shape {idx.shape}.")
+        if idx.size == 0:
+            return self._derived([], [])
+        owner = np.searchsorted(self._offsets, idx, side="right") - 1
+        starts = np.concatenate([[0], np.flatnonzero(np.diff(owner)) + 1])
+        ends = np.append(starts[1:], idx.size)
+        blocks = [self._client.submit(_take, self._blocks[owner[a]],
+                                      idx[a:e] - self._offsets[owner[a]], pure=False)
+                  for a, e in zip(starts, ends, strict=True)]
+        self.traffic.tasks += len(blocks)
+        self.traffic.bytes_to_workers += _F8 * idx.size
+        return self._derived(blocks, ends - starts)
+
+    def _row_range(self, start: int, stop: int) -> DaskDesign:
+        o = self._offsets
+        blocks, sizes = [], []
+        for k, block in enumerate(self._blocks):
+            a, e = max(start, o[k]), min(stop, o[k + 1])
+            if a >= e:
+                continue
+            if a == o[k] and e == o[k + 1]:
+                blocks.append(block)  # shared: no copy
+            else:
+                blocks.append(self._client.submit(_take, block, slice(a - o[k], e - o[k]),
+                                                  pure=False))
+                self.traffic.tasks += 1
+            sizes.append(e - a)
+        return self._derived(blocks, sizes)
+
+    def stacked(self, blocks) -> DaskDesign:
+        """Rows ``blocks`` (a list of index arrays) stacked, on the workers: the row subsets'
+        blocks one after the other (an index array repeated shares its subset)."""
+        subsets: dict[bytes, DaskDesign] = {}
+        parts, sizes = [], []
+        for b in blocks:
+            idx = np.asarray(b, dtype=np.int64)
+            key = idx.tobytes()
+            if key not in subsets:
+                subsets[key] = self.rows(idx)
+            parts += subsets[key]._blocks
+            sizes += list(subsets[key]._sizes)
+        return self._derived(parts, sizes)
+
+    def __repr__(self) -> str:
+        kind = "sparse" if self._sparse else "dense"
+        return (f"DaskDesign({self.n} x {self.d} {kind}, bias={self.bias}, "
+                f"{self.n_blocks} row blocks)")
