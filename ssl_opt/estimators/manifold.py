@@ -41,6 +41,7 @@ from ssl_opt.estimators._kernels import (
 )
 from ssl_opt.estimators._labels import LabelLayout
 from ssl_opt.operators import KernelOperator, NystromOperator
+from ssl_opt.operators.plan import kernel_plan
 from ssl_opt.plugins.manifold.early_stopping import RULES
 from ssl_opt.plugins.manifold.laprls_direct import solve_columns
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
@@ -68,8 +69,8 @@ def _graph_input(M, name: str, order: np.ndarray, adjacency: bool):
 
 #: ``operator`` choices → the precision of a matrix-free K's tiles (None: K stored dense;
 #: "nystrom": a low-rank :class:`~ssl_opt.operators.NystromOperator`).
-OPERATORS = {"dense": None, "matrix-free": np.float64, "matrix-free-float32": np.float32,
-             "nystrom": None}
+OPERATORS = {"auto": None, "dense": None, "matrix-free": np.float64,
+             "matrix-free-float32": np.float32, "nystrom": None}
 #: Solvers that never form K, by operator.
 OPERATOR_SOLVERS = {"matrix-free": ("pcg",), "matrix-free-float32": ("pcg",),
                     "nystrom": ("pcg", "lowrank-newton")}
@@ -84,7 +85,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
                  early_stopping=None, warm_start: bool = False, block_size=None,
-                 operator: str = "dense", n_landmarks: int = 500):
+                 operator: str = "auto", n_landmarks: int = 500):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.kernel = kernel
@@ -133,7 +134,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         if self.operator not in OPERATORS:
             raise ValueError(f"operator must be one of {tuple(OPERATORS)}, got "
                              f"{self.operator!r}.")
-        if self.operator != "dense":
+        if self.operator not in ("auto", "dense"):
             if callable(self.kernel) or self.kernel == "precomputed":
                 raise ValueError(f"operator={self.operator!r} recomputes a built-in kernel "
                                  "('rbf', 'poly' or 'linear') from X; it cannot take "
@@ -169,12 +170,13 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         kern, self.kernel_params_ = kernel_function(
             self.kernel, Xo, self.sigma, self.degree, self.coef0, self.poly_scale)
         kind = "polynomial" if self.kernel == "poly" else self.kernel
-        if self.operator == "nystrom":
+        self.operator_ = self._resolve_operator(n, X.shape[1])
+        if self.operator_ == "nystrom":
             # Landmarks: a fixed-seed uniform sample of the training rows (reproducible fits).
             K = NystromOperator(Xo, kind, landmarks=min(int(self.n_landmarks), n), seed=0,
                                 **self.kernel_params_)
-        elif self.operator != "dense":
-            K = KernelOperator(Xo, kind, dtype=OPERATORS[self.operator], **self.kernel_params_)
+        elif self.operator_ != "dense":
+            K = KernelOperator(Xo, kind, dtype=OPERATORS[self.operator_], **self.kernel_params_)
         else:
             K = kern(Xo, Xo)
             if K.shape != (n, n):
@@ -203,6 +205,29 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         solutions = self._solve_all(problems, options)
         self._store(layout, problems, solutions)
         return self
+
+    def _resolve_operator(self, n: int, d: int) -> str:
+        """The operator kind of this fit. ``"auto"``: the dense K while it fits in memory, else
+        the matrix-free operator (exact; never the Nyström approximation), as
+        :func:`ssl_opt.operators.plan.kernel_plan` predicts (kept in ``operator_plan_``). A
+        user kernel (precomputed or callable) is dense. An explicit ``"dense"`` that cannot
+        fit is refused before K is allocated, with the plan in the message."""
+        self.operator_plan_ = None
+        if self._precomputed() or callable(self.kernel):
+            return "dense" if self.operator == "auto" else self.operator
+        if self.operator not in ("auto", "dense"):
+            return self.operator
+        plan = kernel_plan(n, d, landmarks=self.n_landmarks)
+        self.operator_plan_ = plan
+        if self.operator == "auto":
+            return plan.choice
+        if not plan.option("dense").fits:
+            raise MemoryError(
+                f"operator='dense' needs {plan.option('dense').memory / 2**30:.3g} GiB for K "
+                f"at n = {n}, more than the {plan.memory_budget / 2**30:.3g} GiB available. "
+                f"Use operator='matrix-free' (exact, PCG) or 'nystrom' (approximate):\n"
+                f"{plan.table()}")
+        return "dense"
 
     @staticmethod
     def _targets(layout: LabelLayout) -> np.ndarray:
@@ -246,11 +271,11 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         previous = self._previous_solutions()
         if previous is not None and len(previous) != len(problems):
             previous = None
-        products_only = self.operator in ("matrix-free", "matrix-free-float32")
+        products_only = self.operator_ in ("matrix-free", "matrix-free-float32")
         solver = "pcg" if (self.early_stopping is not None or products_only) and (
             self.solver in ("auto", "fast")) else self.solver
         if len(problems) > 1 and previous is None and not options[0] and (
-                self.operator == "dense"):
+                self.operator_ == "dense"):
             name, shared = self._shared_plan(problems, solver)
             if shared and isinstance(problems[0], LapRLS):
                 return solve_columns(problems)
@@ -287,7 +312,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self.decision_values_ = F[inv, 0] if binary else F[inv]
         self.transduction_ = self._labels_from(self.decision_values_)
         # A Nyström fit predicts through the feature map: f(x) = φ(x)ᵀ(Φᵀα) + b.
-        factor = getattr(problems[0].K, "factor", None) if self.operator == "nystrom" else None
+        factor = getattr(problems[0].K, "factor", None) if self.operator_ == "nystrom" else None
         self.nystrom_ = problems[0].K if factor is not None else None
         self._feature_coef = None if factor is None else np.asarray(
             factor.T @ alphas, dtype=np.float64)
@@ -363,11 +388,15 @@ _COMMON_DOC = """
         γs set with ``set_params``).
     block_size : int or None
         Rows of K(X_new, X_train) formed at a time by ``decision_function``.
-    operator : {"dense", "matrix-free", "matrix-free-float32", "nystrom"}
-        How K is held: stored (``"dense"``, every solver applies); recomputed from X on every
-        product and never stored (:class:`ssl_opt.operators.KernelOperator`, float64 or float32
-        tiles; PCG only) — for n whose 8n² bytes do not fit; or replaced by its Nyström
-        approximation ``K̃ = ΦΦᵀ`` on ``n_landmarks`` training rows sampled with a fixed seed
+    operator : {"auto", "dense", "matrix-free", "matrix-free-float32", "nystrom"}
+        How K is held. ``"auto"`` (default): stored while it fits in half the available
+        memory, else matrix-free; ``operator_`` says which and ``operator_plan_`` holds the
+        predicted memory and time of every kind (:func:`ssl_opt.operators.plan.kernel_plan`).
+        ``"dense"``: stored, every solver applies; refused with the plan when it cannot fit.
+        ``"matrix-free"`` / ``"matrix-free-float32"``: recomputed from X on every product and
+        never stored (:class:`ssl_opt.operators.KernelOperator`, float64 or float32 tiles; PCG
+        only). ``"nystrom"``: replaced by its Nyström approximation ``K̃ = ΦΦᵀ`` on
+        ``n_landmarks`` training rows sampled with a fixed seed
         (:class:`ssl_opt.operators.NystromOperator`; ``lowrank-newton`` or PCG): the fit is
         of K̃, not K, and ``solution_.info["approximation"]`` says how far apart they are
         (docs/scaling.md).
@@ -377,6 +406,9 @@ _COMMON_DOC = """
     Attributes
     ----------
     classes_, n_features_in_
+    operator_ : the operator kind the fit used (``operator="auto"`` resolved)
+    operator_plan_ : the :class:`~ssl_opt.operators.plan.KernelPlan` it was chosen from (None
+        for a user kernel or an explicit matrix-free / Nyström operator)
     dual_coef_ : (n,) or (n, c) — α in the order of the training samples
     intercept_ : float or (c,)
     transduction_ : labels predicted for the training samples
@@ -399,7 +431,7 @@ class LapSVC(_ManifoldClassifier):
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
                  early_stopping=None, warm_start: bool = False, block_size=None,
-                 operator: str = "dense", n_landmarks: int = 500):
+                 operator: str = "auto", n_landmarks: int = 500):
         super().__init__(gamma_A, gamma_I, kernel=kernel, sigma=sigma, degree=degree,
                          coef0=coef0, poly_scale=poly_scale, n_neighbors=n_neighbors,
                          graph_weights=graph_weights,

@@ -107,3 +107,25 @@ def test_nystrom_misuse_is_a_clear_error():
     # n_landmarks above n is clipped to n (K̃ = K up to the dropped eigenvalues).
     fit = LapSVC(1.0, 1.0, operator="nystrom", n_landmarks=1000).fit(X, y)
     assert fit.problem_.K.Z.shape[0] == 60
+
+
+def test_auto_operator_goes_matrix_free_when_the_kernel_does_not_fit(monkeypatch):
+    """operator="auto": the stored K while it fits, the exact matrix-free operator when the
+    (here artificially small) memory cannot hold it; an explicit "dense" is refused with the
+    plan before K is allocated."""
+    from ssl_opt.selection import measure
+
+    X, y = _data()
+    roomy = LapSVC(1.0, 10.0, sigma=0.3).fit(X, y)
+    assert roomy.operator_ == "dense" and isinstance(roomy.problem_.K, np.ndarray)
+    monkeypatch.setattr(measure, "available_memory", lambda: 8.0 * 300**2)
+    tight = LapSVC(1.0, 10.0, sigma=0.3).fit(X, y)
+    assert tight.operator_ == "matrix-free" and isinstance(tight.problem_.K, KernelOperator)
+    assert "matrix-free" in tight.operator_plan_.table()
+    stored = LapSVC(1.0, 10.0, sigma=0.3, solver="pcg", operator="dense")
+    with pytest.raises(MemoryError, match="operator='matrix-free'"):
+        stored.fit(X, y)
+    monkeypatch.undo()
+    scores = stored.fit(X, y).decision_function(X)
+    np.testing.assert_allclose(tight.decision_function(X), scores,
+                               atol=1e-8 * np.abs(scores).max())
