@@ -37,8 +37,8 @@ from ssl_opt import registry
 from ssl_opt._validation import check_bool, check_choice, check_nonnegative, check_positive
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import warn_if_unbalanced
-from ssl_opt.estimators._labels import LabelLayout
-from ssl_opt.problems.linear.design import LinearDesign
+from ssl_opt.estimators._labels import LabelLayout, label_layout
+from ssl_opt.problems.linear.design import LinearDesign, is_dask_array
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.selection.select import select
 from ssl_opt.solution import Solution
@@ -70,6 +70,11 @@ def _take_rows(X, index: np.ndarray):
     return X[index]
 
 
+def _block_scores(block, W: np.ndarray) -> np.ndarray:
+    """``block @ W`` for a dense or sparse row block (runs on a worker)."""
+    return np.asarray(block @ W, dtype=np.float64)
+
+
 def _targets(layout: LabelLayout) -> np.ndarray:
     """(l, k) ±1 targets: one column (``classes_[1]`` → +1) for two classes, else one per class."""
     if layout.n_classes == 2:
@@ -97,8 +102,59 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         check_bool(self.fit_intercept, "fit_intercept")
         check_bool(self.warm_start, "warm_start")
         self._check_solver_param()
+        c = self.client
+        if c is not None and not isinstance(c, str) and not hasattr(c, "submit"):
+            raise ValueError(f"client must be None, 'default', a scheduler address or a "
+                             f"distributed.Client, got {type(c).__name__}.")
 
-    def _problems(self, X, layout: LabelLayout, targets: np.ndarray) -> list:
+    # -- where X lives ----------------------------------------------------------------------
+    def _cluster(self):
+        """The ``distributed.Client`` of this fit, or None (X in memory). ``"default"`` is
+        ``distributed.default_client()``; an address string connects once per estimator."""
+        c = self.client
+        if c is None or hasattr(c, "submit"):
+            return c
+        from distributed import Client, default_client
+
+        if c == "default":
+            try:
+                return default_client()
+            except ValueError as exc:
+                raise ValueError("client='default' needs a running distributed.Client; create "
+                                 "one (Client(LocalCluster()) or Client(address)) or pass "
+                                 "client=None.") from exc
+        cached = getattr(self, "_connected", None)
+        if cached is None or cached[0] != c:
+            self._connected = (c, Client(c, set_as_default=False))
+        return self._connected[1]
+
+    def _design(self, X, client):
+        """The rows ``X`` as the problems' design: in memory, or row blocks on ``client``'s
+        workers (:class:`~ssl_opt.operators.DaskDesign`; MFN, TSVM and DA run unchanged)."""
+        if client is None:
+            return LinearDesign(X, self.fit_intercept)
+        from ssl_opt.operators import DaskDesign
+
+        return DaskDesign(X, self.fit_intercept, client=client)
+
+    def _validate_any_X(self, X, y):
+        """``(X, layout)``: scikit-learn's validation for in-memory X; for a dask array only
+        its shape (validating the values would gather X: the workers check them when they
+        build the blocks)."""
+        if not is_dask_array(X):
+            return self._validate_X_y(X, y, accept_sparse="csr")
+        if self.client is None:
+            raise ValueError("X is a dask array: pass client= (a distributed.Client, its "
+                             "address or 'default') to fit on the cluster, or X.compute().")
+        if X.ndim != 2 or X.shape[0] < 2 or X.shape[1] < 1:
+            raise ValueError(f"X must be a 2-D dask array with n >= 2 rows and d >= 1 "
+                             f"columns, got shape {X.shape}.")
+        self.n_features_in_ = int(X.shape[1])
+        layout = label_layout(y, int(X.shape[0]))
+        self.classes_ = layout.classes
+        return X, layout
+
+    def _problems(self, X, layout: LabelLayout, targets: np.ndarray, client) -> list:
         raise NotImplementedError
 
     def _solve_one(self, problem, previous: Solution | None) -> Solution:
@@ -118,12 +174,12 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self
         """
         self._check_params()
-        X, layout = self._validate_X_y(X, y, accept_sparse="csr")
+        X, layout = self._validate_any_X(X, y)
         targets = _targets(layout)
         previous = self._previous_solutions()
         if previous is not None and len(previous) != targets.shape[1]:
             previous = None
-        problems = self._problems(X, layout, targets)
+        problems = self._problems(X, layout, targets, self._cluster())
         solutions = [self._solve_one(p, None if previous is None else previous[k])
                      for k, p in enumerate(problems)]
         d = X.shape[1]
@@ -140,7 +196,15 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _scores(self, X) -> np.ndarray:
-        """``X coef_ᵀ + intercept_`` (n, k) on validated X (sparse X stays sparse)."""
+        """``X coef_ᵀ + intercept_`` (n, k) on validated X (sparse X stays sparse); on the
+        cluster for a dask array (only the n × k scores come back)."""
+        if is_dask_array(X):
+            W = self.coef_.T
+            scores = X.map_blocks(_block_scores, W, dtype=np.float64,
+                                  chunks=(X.chunks[0], (W.shape[1],)))
+            cluster = self._cluster()
+            out = cluster.compute(scores).result() if cluster is not None else scores.compute()
+            return np.asarray(out) + self.intercept_
         return safe_sparse_dot(X, self.coef_.T, dense_output=True) + self.intercept_
 
     def _labels_of(self, scores: np.ndarray) -> np.ndarray:
@@ -151,7 +215,7 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         """Decision values ``X coef_ᵀ + intercept_``: shape (n,) for two classes (positive
         means ``classes_[1]``), (n, k) one-vs-rest scores otherwise."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = self._validate_new(X)
         scores = self._scores(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
@@ -159,8 +223,15 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         """Class labels: ``classes_[1]`` where the binary score is > 0, else the argmax of the
         one-vs-rest scores."""
         check_is_fitted(self, "coef_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return self._labels_of(self._scores(X))
+        return self._labels_of(self._scores(self._validate_new(X)))
+
+    def _validate_new(self, X):
+        if is_dask_array(X):
+            if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+                raise ValueError(f"X has shape {X.shape}; this estimator was fitted on "
+                                 f"{self.n_features_in_} features.")
+            return X
+        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
 
 
 class LinearL2SVC(_LinearS3VMBase):
@@ -184,6 +255,14 @@ class LinearL2SVC(_LinearS3VMBase):
     warm_start : bool
         Seed MFN from the previous fit's ``w`` when the same estimator is refit (e.g. along a
         grid of ``lam`` walked with ``set_params``; ``GridSearchCV`` clones, so starts cold).
+    client : None, "default", a scheduler address or a ``distributed.Client``
+        Where X's rows live during the fit. ``None``: in memory. Otherwise row blocks on the
+        cluster's workers (:class:`~ssl_opt.operators.DaskDesign`, docs/scaling.md), where the
+        solvers run unchanged and only n-vectors reach this process. X may then be a dask
+        array that is never gathered: predictions on it are computed on the cluster too.
+        ``"default"`` is ``distributed.default_client()``. Pass an address or ``"default"``,
+        not a Client, where the estimator is cloned (``GridSearchCV``): a Client cannot be
+        copied.
 
     Attributes
     ----------
@@ -193,16 +272,16 @@ class LinearL2SVC(_LinearS3VMBase):
     """
 
     def __init__(self, lam: float = 1e-3, fit_intercept: bool = True, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False):
+                 solver_options: dict | None = None, warm_start: bool = False, client=None):
         self.lam = lam
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.solver_options = solver_options
         self.warm_start = warm_start
+        self.client = client
 
-    def _problems(self, X, layout: LabelLayout, targets: np.ndarray) -> list:
-        design = LinearDesign(_take_rows(X, layout.order[: layout.n_labeled]),
-                              self.fit_intercept)
+    def _problems(self, X, layout: LabelLayout, targets: np.ndarray, client) -> list:
+        design = self._design(_take_rows(X, layout.order[: layout.n_labeled]), client)
         return [LinearSVM(design, targets[:, k], self.lam, bias=self.fit_intercept)
                 for k in range(targets.shape[1])]
 
@@ -238,6 +317,14 @@ class TransductiveSVC(_LinearS3VMBase):
     warm_start : bool
         TSVM: start at the target λ' from the previous fit's ``w`` (labels re-balanced from its
         outputs), skipping the labeled start and the λ' annealing. DA has no warm start.
+    client : None, "default", a scheduler address or a ``distributed.Client``
+        Where X's rows live during the fit. ``None``: in memory. Otherwise row blocks on the
+        cluster's workers (:class:`~ssl_opt.operators.DaskDesign`, docs/scaling.md), where the
+        solvers run unchanged and only n-vectors reach this process. X may then be a dask
+        array that is never gathered: predictions on it are computed on the cluster too.
+        ``"default"`` is ``distributed.default_client()``. Pass an address or ``"default"``,
+        not a Client, where the estimator is cloned (``GridSearchCV``): a Client cannot be
+        copied.
 
     Notes
     -----
@@ -259,7 +346,8 @@ class TransductiveSVC(_LinearS3VMBase):
 
     def __init__(self, method: str = "tsvm", lam: float = 1e-3, lam_u: float = 1.0,
                  ratio: float | None = None, fit_intercept: bool = True, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False):
+                 solver_options: dict | None = None, warm_start: bool = False, client=None):
+        self.client = client
         self.method = method
         self.lam = lam
         self.lam_u = lam_u
@@ -287,16 +375,16 @@ class TransductiveSVC(_LinearS3VMBase):
             return float(np.clip(r, 1.0 / u, 1.0 - 1.0 / u))
         return 0.5
 
-    def _problems(self, X, layout: LabelLayout, targets: np.ndarray) -> list:
+    def _problems(self, X, layout: LabelLayout, targets: np.ndarray, client) -> list:
         l, u = layout.n_labeled, layout.n - layout.n_labeled
         k = targets.shape[1]
         if u == 0:
-            design = LinearDesign(X, self.fit_intercept)
+            design = self._design(X, client)
             cost = np.full(l, 1.0 / l)
             self.ratio_ = np.full(k, np.nan)
             return [LinearSVM(design, targets[:, j], self.lam, cost, bias=self.fit_intercept)
                     for j in range(k)]
-        design = LinearDesign(_take_rows(X, layout.order), self.fit_intercept)  # shared
+        design = self._design(_take_rows(X, layout.order), client)  # shared
         cls = TSVM if self.method == "tsvm" else DAS3VM
         self.ratio_ = np.array([self._ratio(targets[:, j], u) for j in range(k)])
         return [cls(design, targets[:, j], self.lam, self.lam_u, r=self.ratio_[j],
