@@ -19,6 +19,10 @@ Parts (stdout is the report, progress goes to stderr):
     problem: the optimum on K̃ against the exact optimum, the exact objective at the Nyström
     α (a feasible point of the exact problem: how far from optimal it is there), the largest
     difference between the two decision functions on the training points, and test errors.
+(f) The matrix-free kernel with its products on a dask LocalCluster (DaskKernelOperator):
+    one product in this process (2 threads) against 1 worker × 2 threads and 2 worker
+    processes × 1 thread, and PCG on a smaller n to the same objective; a model
+    ``n²c/(W·t) + sync`` fitted on the measurements predicts 10-100 workers.
 (e) Nyström LapSVM at n = 1,000,000 (the target is under 10 minutes here, with the graph):
     time of each stage, peak memory, the approximation's trace error and the test error
     (``--dims``: 6 by default; scikit-learn's exact 10-NN search takes 7-10 minutes alone at
@@ -29,6 +33,7 @@ Run from the repository root::
     python benchmarks/bench_scaling.py                   # (a) (b) at n = 10,000; (c) at 100,000
     python benchmarks/bench_scaling.py --quick           # smaller sizes (a minute)
     python benchmarks/bench_scaling.py --parts de        # Nyström: (d) at 10,000, (e) at 10⁶
+    python benchmarks/bench_scaling.py --parts f         # the kernel on a dask LocalCluster
 """
 
 from __future__ import annotations
@@ -238,6 +243,67 @@ def part_e(n: int, m: int, dims: int, n_test: int = 10000) -> None:
           f"select: {choice.reason}", flush=True)
 
 
+def part_f(n: int, n_pcg: int) -> None:
+    from distributed import Client, LocalCluster
+
+    from ssl_opt.operators import DaskKernelOperator
+
+    print(f"\n## (f) Kernel products on a dask LocalCluster at n = {n:,}\n")
+    X, y, L, _, _ = moons_in(n, DIMS)
+    v = np.random.default_rng(1).standard_normal(n)
+    local = KernelOperator(X, "rbf", sigma=SIGMA)
+    t_local = best_of(lambda: local @ v, repeat=2)
+    reference = local @ v
+    print("| where | workers × threads | seconds per product | vs in process | sync (ms) | "
+          "max difference |")
+    print("|---|---|---|---|---|---|")
+    print(f"| this process | 1 × {local.threads} | {t_local:.3f} | 1.0 | — | — |", flush=True)
+    rows = []
+    for workers, threads in ((1, 2), (2, 1)):
+        with LocalCluster(n_workers=workers, threads_per_worker=threads, processes=True,
+                          dashboard_address=":0") as cluster, Client(cluster) as client:
+            op = DaskKernelOperator(X, "rbf", client=client, sigma=SIGMA)
+            t = best_of(lambda op=op: op @ v, repeat=2)
+            diff = float(np.max(np.abs(op @ v - reference)) / np.max(np.abs(reference)))
+            sync = op.sync_seconds
+            rows.append((workers * threads, t, sync))
+            print(f"| LocalCluster | {workers} × {threads} | {t:.3f} | {t / t_local:.2f} | "
+                  f"{1e3 * sync:.1f} | {diff:.1e} |", flush=True)
+            if workers == 2:
+                Xp, yp, Lp, _, _ = moons_in(n_pcg, DIMS)
+                problem = ssl_opt.problems.LapSVM(
+                    DaskKernelOperator(Xp, "rbf", client=client, sigma=SIGMA), Lp, yp,
+                    GAMMA_A, GAMMA_I)
+                start = time.perf_counter()
+                sol = ssl_opt.solve(problem, solver="pcg")
+                t_cluster = time.perf_counter() - start
+                here = ssl_opt.problems.LapSVM(KernelOperator(Xp, "rbf", sigma=SIGMA), Lp, yp,
+                                               GAMMA_A, GAMMA_I)
+                start = time.perf_counter()
+                ref = ssl_opt.solve(here, solver="pcg")
+                t_here = time.perf_counter() - start
+                gap = abs(sol.objective - ref.objective) / abs(ref.objective)
+                print(f"\nPCG at n = {n_pcg:,}: {sol.iterations} iterations, {t_cluster:.1f} s on "
+                      f"2 workers against {t_here:.1f} s in this process; relative objective "
+                      f"difference {gap:.1e}.\n", flush=True)
+    # Model: compute per thread c·n² (from 1 × 2) plus one sync, checked on 2 × 1.
+    threads, t12, sync12 = rows[0]
+    per_thread = (t12 - sync12) * threads
+    _, t21, sync21 = rows[1]
+    predicted = per_thread / 2 + sync21
+    print(f"Model T(W) = {per_thread:.3g} s / (W·t) + sync, fitted on 1 × 2: predicts 2 × 1 at "
+          f"{predicted:.3f} s, measured {t21:.3f} s ({100 * (predicted / t21 - 1):+.0f} %).")
+    print("\nPredicted seconds per product (1 thread per worker, sync 2 ms on a cluster "
+          "network, n² scaling of the compute):\n")
+    print("| n | W = 1 | 10 | 20 | 50 | 100 |")
+    print("|---|---|---|---|---|---|")
+    for size in (100_000, 1_000_000):
+        c = per_thread * (size / n) ** 2
+        cells = " | ".join(f"{c / w + 2e-3 + 8 * size * w / 1e9:.3g}"
+                           for w in (1, 10, 20, 50, 100))
+        print(f"| {size:,} | {cells} |")
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
@@ -263,6 +329,8 @@ def main(argv=None) -> None:
         part_c(n_large, np.float32 if args.float32 else np.float64)
     if "d" in args.parts:
         part_d(n_small, (30, 100, 300) if args.quick else (100, 300, 1000, 2000))
+    if "f" in args.parts:
+        part_f(5000 if args.quick else 20000, 2000 if args.quick else 5000)
     if "e" in args.parts:
         part_e(args.n_huge or (100000 if args.quick else 1000000), args.landmarks, args.dims)
 

@@ -177,9 +177,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench-results", help="output directory")
     p.add_argument("--operator", default="dense",
-                   help="hold the data as another operator kind: 'matrix-free' or 'nystrom' "
-                        "(manifold), 'dask' (linear, on a 2-worker local cluster); "
-                        "docs/scaling.md")
+                   help="hold the data as another operator kind: 'matrix-free', 'nystrom' "
+                        "(manifold), 'dask' (manifold and linear, on a 2-worker local "
+                        "cluster); docs/scaling.md")
     p.add_argument("--no-progress", action="store_true")
     p.set_defaults(func=cmd_bench)
     args = parser.parse_args(argv)

@@ -127,33 +127,43 @@ class KernelOperator(LinearOperator):
 
     # ------------------------------------------------------------------ products
     def _matmat(self, V: np.ndarray) -> np.ndarray:
+        out = self.rows_product(slice(0, self.shape[0]), V)
+        self.products += np.shape(V)[1]
+        return out
+
+    def rows_product(self, rows: slice, V: np.ndarray) -> np.ndarray:
+        """``K[rows, :] @ V`` (len(rows) × k, float64), K recomputed tile by tile over this
+        operator's threads: the whole product is ``rows = slice(0, n)``; a distributed
+        operator gives each worker its own range (:class:`~ssl_opt.operators.dask_kernel.
+        DaskKernelOperator`)."""
         V = np.asarray(V, dtype=np.float64)
         n = self.shape[0]
-        out = np.empty((n, V.shape[1]))
+        start, stop = rows.start or 0, n if rows.stop is None else rows.stop
+        out = np.empty((stop - start, V.shape[1]))
         Vb = V.astype(self.block_dtype, copy=False)
         # Tiles of about TILE_BYTES: the elementwise passes and the exp stay in cache (a
         # whole row block of 10⁴-10⁵ columns would stream through memory four times).
         width = self.tile_columns
         chunks = [slice(j, min(j + width, n)) for j in range(0, n, width)]
 
-        def work(rows: slice) -> None:
-            acc = np.zeros((rows.stop - rows.start, V.shape[1]), dtype=np.float64)
-            for start in range(rows.start, rows.stop, TILE_ROWS):
-                sub = slice(start, min(start + TILE_ROWS, rows.stop))
+        def work(block: slice) -> None:
+            acc = np.zeros((block.stop - block.start, V.shape[1]), dtype=np.float64)
+            for first in range(block.start, block.stop, TILE_ROWS):
+                sub = slice(first, min(first + TILE_ROWS, block.stop))
                 local = np.zeros((sub.stop - sub.start, V.shape[1]), dtype=self.block_dtype)
                 for cols in chunks:
                     local += self._block(sub, cols) @ Vb[cols]
-                acc[sub.start - rows.start:sub.stop - rows.start] = local
-            out[rows] = acc
+                acc[sub.start - block.start:sub.stop - block.start] = local
+            out[block.start - start:block.stop - start] = acc
 
-        blocks = self._blocks()
+        blocks = [slice(i, min(i + self.block_rows, stop))
+                  for i in range(start, stop, self.block_rows)]
         if self.threads == 1 or len(blocks) == 1:
-            for rows in blocks:
-                work(rows)
+            for block in blocks:
+                work(block)
         else:  # one BLAS thread per worker: the workers are the parallelism
             with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(self.threads) as pool:
                 list(pool.map(work, blocks))
-        self.products += V.shape[1]
         return out
 
     def _matvec(self, v: np.ndarray) -> np.ndarray:

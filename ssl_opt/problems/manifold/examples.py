@@ -67,12 +67,17 @@ NYSTROM_LANDMARKS = 100
 
 def _moons_at(problem):
     """Two moons with n points, 4 % of them labeled, the RBF kernel and a 6-NN Laplacian; K
-    stored ("dense"), recomputed on every product ("matrix-free", :class:`KernelOperator`) or
-    its Nyström approximation on ``NYSTROM_LANDMARKS`` sampled points ("nystrom")."""
+    stored ("dense"), recomputed on every product ("matrix-free", :class:`KernelOperator`; on
+    the default dask client's workers: "dask") or its Nyström approximation on
+    ``NYSTROM_LANDMARKS`` sampled points ("nystrom")."""
     def build(n: int, seed: int, operator: str = "dense"):
         data = two_moons(n=n, n_labeled=max(4, n // 25), noise=0.1, seed=seed)
         if operator == "matrix-free":
             K = KernelOperator(data.X, "rbf", sigma=0.35)
+        elif operator == "dask":  # products on the default distributed.Client's workers
+            from ssl_opt.operators import DaskKernelOperator
+
+            K = DaskKernelOperator(data.X, "rbf", sigma=0.35)
         elif operator == "nystrom":
             K = NystromOperator(data.X, "rbf", landmarks=min(n, NYSTROM_LANDMARKS),
                                 seed=seed, sigma=0.35)
@@ -88,7 +93,7 @@ def _moons_at(problem):
 def register_generators():
     grid = geometric_scales(60, 4000)
     bench = (40, 100, 250, 500, 1000, 2000)
-    kinds = ("dense", "matrix-free", "nystrom")
+    kinds = ("dense", "matrix-free", "nystrom", "dask")
     return [
         Generator("manifold/squared_hinge", ("n",), _moons_at(_lapsvm("squared_hinge")),
                   "primal LapSVM, two moons with n points", grid, bench, kinds),
