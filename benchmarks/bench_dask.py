@@ -8,17 +8,20 @@ runs (``dask.array.from_delayed``), in this process for the in-memory run, the s
 the same seeds — with labels ``sign(X w* − median + noise)`` from a planted ``w*``.
 
 (a) MFN (every row labeled) in memory, on a 1-worker and a 2-worker LocalCluster (one thread,
-    one process each): the objective difference (target 1e-10 relative), time (best of
-    ``--repeat``), Newton steps, CGLS iterations, time per CGLS iteration and its overhead
-    against in memory, synchronizations and bytes through the client.
+    one process each), each with the fused CGLS (``DaskDesign(fused=True)``, the default: one
+    synchronization and only (d+1)-vectors per iteration) and the unfused one (``X̃p`` and
+    ``X̃ᵀz`` as two products, n-vectors through the client): the objective difference (target
+    1e-10 relative), time (best of ``--repeat``), Newton steps, CGLS iterations, time per CGLS
+    iteration and its overhead against in memory, synchronizations and bytes through the client.
 (b) TSVM (``--labeled`` rows labeled) the same, one run each.
 (c) A scaling model of a run over W workers, ``T(W) = T_client + κ·R/W + S·L + S_r·⌈log₂W⌉·h
     + bytes(W)/BW + tasks(W)·s``: client-side time, product compute (``κ`` seconds per row
     touched, measured inside tasks on a worker; ``R`` rows touched), ``S`` synchronizations
-    of latency ``L``, a tree level ``h`` per reduction, bytes through the client and the
-    scheduler's cost ``s`` per task. Measured here: κ, h, s, loopback bandwidth; ``L`` is
-    fitted from the 1-worker run, then the 2-worker run is *predicted* and compared with its
-    measurement; then 10–100 workers are predicted for an assumed network.
+    of latency ``L``, a tree level ``h`` per reduction done on the workers, bytes through the
+    client and the scheduler's cost ``s`` per task. Measured here: κ, h, s, loopback bandwidth;
+    ``L`` is fitted from each 1-worker run, then the 2-worker run is *predicted* and compared
+    with its measurement; then 10–100 workers and one CGLS iteration on a ~30 GiB matrix are
+    predicted for an assumed network, fused and unfused.
 (d) ``--out-of-core``: a pass over a larger matrix spilled by the workers to disk, measured,
     and extrapolated to a ~30 GiB text matrix.
 
@@ -44,6 +47,7 @@ import numpy as np
 import scipy.sparse as sp
 
 import ssl_opt
+from ssl_opt.operators.distributed import CLIENT_SUM_BYTES
 from ssl_opt.problems import TSVM, LinearSVM
 from ssl_opt.problems.linear.design import LinearDesign
 
@@ -176,6 +180,59 @@ def product_pair_seconds(design, repeat: int = 5) -> float:
                for _ in range(repeat))
 
 
+def fused_step_seconds(design, repeat: int = 5) -> float:
+    """Best-of time of one fused CGLS step (``X̃p``, ``qᵀCq``, ``X̃ᵀCq`` in one task per block)
+    over all rows, ``C = 1``."""
+    rows = design._send_rows(np.ones(design.n), np.ones(design.n))
+    p = np.random.default_rng(3).standard_normal(design.dim)
+    return min(median_seconds(lambda: design._step(rows, p), 1) for _ in range(repeat))
+
+
+def client_newton_seconds(n: int, repeat: int = 3) -> float:
+    """The client's O(n) work in one MFN Newton step besides the products (plugins/linear/
+    mfn.py: active set, merged costs, the pieces of o, C, b sent, the same-piece test, the
+    exact line search, the outputs' update and the objective), all rows active-ish (best of)."""
+    from ssl_opt.numerics.line_search import weighted_squared_hinge_step
+    from ssl_opt.plugins.linear.mfn import _merge_active, _objective
+
+    rng = np.random.default_rng(5)
+    y = np.where(rng.random(n) < 0.5, -1.0, 1.0)
+    c, o, o_bar = np.ones(n), rng.standard_normal(n), rng.standard_normal(n)
+
+    def step():
+        active = (y * o < 1.0) & (c > 0)
+        rows, C, b = _merge_active(n, None, active, y, c)
+        o[rows].copy(), C.copy(), b.copy()  # the slices split by block and sent
+        m_bar = y * o_bar
+        bool(np.all(m_bar[active] <= 1.0) and np.all(m_bar[~active & (c > 0)] >= 1.0))
+        delta = weighted_squared_hinge_step(1.0 - y * o, y * (o_bar - o), c, 0.0, 1.0)
+        _objective(0.1, np.zeros(3), y, c, o + delta * (o_bar - o))
+
+    return min(median_seconds(step, 1) for _ in range(repeat))
+
+
+def client_step_seconds(dim: int, pieces: int, repeat: int = 5) -> float:
+    """The client's work in one fused CGLS iteration with ``dim`` weights: add ``pieces``
+    partial sums of ``dim + 1`` floats, then the updates of ``β``, ``r``, ``p`` (best of)."""
+    rng = np.random.default_rng(4)
+    parts = [rng.standard_normal(dim + 1) for _ in range(pieces)]
+    beta, r, p = (rng.standard_normal(dim) for _ in range(3))
+
+    def step():
+        total = parts[0].copy()
+        for part in parts[1:]:
+            total += part
+        u, s = total[:-1], total[-1]
+        gamma = 1.0 / (0.1 * float(p @ p) + abs(s) + 1.0)
+        np.add(beta, gamma * p, out=beta)
+        np.subtract(r, gamma * (u + 0.1 * p), out=r)
+        np.multiply(p, 0.5 * float(r @ r) / float(r @ r), out=p)
+        np.add(p, r, out=p)
+        np.multiply(p, 1e-3, out=p)  # keep the numbers bounded over the repeats
+
+    return min(median_seconds(step, 1) for _ in range(repeat))
+
+
 # ------------------------------------------------------------------------------- solves
 def run(problem_factory, solver, options, repeat: int):
     """Best-of-``repeat`` solve; the traffic of the first run (None in memory)."""
@@ -208,29 +265,39 @@ def summarize(name, sol, seconds, traffic, memory) -> dict:
 def print_solve_table(rows, extra=()) -> None:
     head = ("| run | seconds | objective | rel. difference | " + " | ".join(h for h, _ in extra)
             + (" | " if extra else "") + "CGLS iterations | ms per CGLS iteration | overhead "
-            "(ms per CGLS it.) | synchronizations | MiB through the client |")
+            "(ms per CGLS it.) | synchronizations | per CGLS it. | MiB through the client |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     for r in rows:
         t = r["traffic"]
         syncs = f"{t['round_trips']:,}" if t else "—"
+        per_it = f"{t['round_trips'] / max(r['cg'], 1):.2f}" if t else "—"
         mib = (f"{(t['bytes_to_workers'] + t['bytes_from_workers']) / 2**20:,.0f}"
                if t else "—")
         cells = [r["run"], f"{r['seconds']:.2f}", f"{r['objective']:.12g}",
                  f"{r['diff']:.1e}" if r["diff"] or t else "—",
                  *[fn(r) for _, fn in extra], f"{r['cg']:,}", f"{1e3 * r['per_cg']:.2f}",
-                 f"{1e3 * r['overhead']:+.2f}" if t else "—", syncs, mib]
+                 f"{1e3 * r['overhead']:+.2f}" if t else "—", syncs, per_it, mib]
         print("| " + " | ".join(cells) + " |", flush=True)
 
 
 # --------------------------------------------------------------------------- the model
+def tree_sum(W: int, dim: int) -> bool:
+    """Whether the fused CGLS adds its W partial sums on the workers (as DaskDesign does)."""
+    return W > 1 and 8 * W * (dim + 1) > CLIENT_SUM_BYTES
+
+
 class Model:
     """``T(W) = T_client + κ·R/W + S·L + S_r·⌈log₂W⌉·h + bytes(W)/BW + tasks(W)·s``.
 
     Counts from a 1-worker run's traffic (one block per worker): R rows touched, S
-    synchronizations (one per product), S_r of them reductions; bytes through the client
-    ``8·(W·d·M + d·S_r) + n-vectors`` (M matvecs: w goes to every worker), tasks
-    ``W·(M + subsets) + (2W − 1)·S_r`` (a row subset is one task per worker)."""
+    synchronizations, M matvecs (``w`` goes to every worker, ``n`` floats back), X̃ᵀv products
+    (``v`` split, a tree: one d-vector back, ``2W − 1`` tasks) and F fused reductions (fused
+    CGLS steps, starts and true residuals: ``dim`` floats to every worker, ``dim + 1`` back from
+    each — or from the tree's root when their sum exceeds ``CLIENT_SUM_BYTES``). Bytes through
+    the client ``8·(W·d·M + d·S_r) + 8·F·(W·dim + (dim + 1)·(W or 1)) + n-vectors``; S_r counts
+    the reductions done by a tree; tasks ``W·(M + F + subsets)`` plus the trees' ``W − 1``
+    (a row subset, and a solve's ``C, b``, is one task per worker)."""
 
     def __init__(self, kappa, latency, hop, task, bandwidth):
         self.kappa, self.latency, self.hop, self.task, self.bandwidth = (
@@ -240,18 +307,25 @@ class Model:
     def counts(traffic, d: int) -> dict:
         """The counts of a run on one worker (one block)."""
         m, r = traffic["matvecs"], traffic["rmatvecs"]
+        f = traffic["cgls_steps"] + traffic["cgls_solves"] + traffic["residual_checks"]
+        dim = d + 1
         vectors = (traffic["bytes_to_workers"] + traffic["bytes_from_workers"]
-                   - 8 * d * (m + r))
+                   - 8 * d * (m + r) - 8 * f * (2 * dim + 1))
         return {"rows": traffic["rows"], "syncs": traffic["round_trips"], "matvecs": m,
-                "rmatvecs": r, "subsets": traffic["tasks"] - m - r, "vector_bytes": vectors,
-                "d": d}
+                "rmatvecs": r, "fused": f, "subsets": traffic["tasks"] - m - r - f,
+                "vector_bytes": vectors, "d": d}
 
     def parts(self, c, W: int, client_seconds: float) -> dict:
         levels = math.ceil(math.log2(W)) if W > 1 else 0
-        nbytes = c["vector_bytes"] + 8 * c["d"] * (W * c["matvecs"] + c["rmatvecs"])
-        tasks = (W - 1) * (c["matvecs"] + c["subsets"] + 2 * c["rmatvecs"])
+        dim = c["d"] + 1
+        tree = tree_sum(W, dim)
+        fused_bytes = 8 * c["fused"] * (W * dim + (dim + 1) * (1 if tree else W))
+        nbytes = c["vector_bytes"] + 8 * c["d"] * (W * c["matvecs"] + c["rmatvecs"]) + fused_bytes
+        tasks = (W - 1) * (c["matvecs"] + c["subsets"] + 2 * c["rmatvecs"]
+                           + c["fused"] * (1 + tree))
+        tree_reductions = c["rmatvecs"] + c["fused"] * tree
         return {"client": client_seconds, "compute": self.kappa * c["rows"] / W,
-                "latency": c["syncs"] * self.latency + c["rmatvecs"] * levels * self.hop,
+                "latency": c["syncs"] * self.latency + tree_reductions * levels * self.hop,
                 "bytes": nbytes / self.bandwidth, "scheduler": tasks * self.task}
 
     def predict(self, c, W: int, client_seconds: float) -> float:
@@ -273,7 +347,12 @@ def start_cluster(workers: int, memory_limit="auto"):
     return cluster, Client(cluster)
 
 
+VARIANTS = ((True, "fused"), (False, "unfused"))
+
+
 def dask_runs(args, X_mem, y_all, memory_rows, tsvm_memory) -> list[dict]:
+    """For each cluster size, the same design solved with the fused CGLS and the unfused one
+    (``design.fused`` switched between the runs: the problems' row subsets inherit it)."""
     from ssl_opt.operators import DaskDesign
 
     results = []
@@ -288,22 +367,25 @@ def dask_runs(args, X_mem, y_all, memory_rows, tsvm_memory) -> list[dict]:
             y_dask = planted_labels(design.matvec(np.append(planted_w(args.d), 0.0)))
             same = bool(np.array_equal(y_dask, y_all))
             consts = cluster_constants(client, design)
-            pair = product_pair_seconds(design)
-            log(f"[{W}] setup {setup:.1f} s, labels identical: {same}; MFN ...")
-            sol, t, traffic = run(lambda d=design: LinearSVM(d, y_all, args.lam), "mfn", {},
-                                  args.repeat)
-            mfn = summarize(f"Dask, {W} worker{'s' * (W > 1)}", sol, t, traffic,
-                            memory_rows["mfn"])
-            tsvm = None
-            if not args.skip_tsvm:
-                log(f"[{W}] TSVM ...")
-                sol, t, traffic = run(
-                    lambda d=design: TSVM(d, y_all[: args.labeled], args.tsvm_lam, args.lam_u),
-                    "tsvm", {}, 1)
-                tsvm = summarize(f"Dask, {W} worker{'s' * (W > 1)}", sol, t, traffic,
-                                 tsvm_memory)
-            results.append({"W": W, "setup": setup, "labels_identical": same, "consts": consts,
-                            "pair": pair, "mfn": mfn, "tsvm": tsvm, "nnz": design.nnz})
+            pair, step = product_pair_seconds(design), fused_step_seconds(design)
+            result = {"W": W, "setup": setup, "labels_identical": same, "consts": consts,
+                      "pair": pair, "step": step, "nnz": design.nnz, "mfn": {}, "tsvm": {}}
+            name = f"Dask, {W} worker{'s' * (W > 1)}"
+            for fused, variant in VARIANTS:
+                design.fused = fused
+                log(f"[{W}] setup {setup:.1f} s, labels identical: {same}; MFN {variant} ...")
+                sol, t, traffic = run(lambda d=design: LinearSVM(d, y_all, args.lam), "mfn", {},
+                                      args.repeat)
+                result["mfn"][fused] = summarize(f"{name}, {variant}", sol, t, traffic,
+                                                 memory_rows["mfn"])
+                if not args.skip_tsvm:
+                    log(f"[{W}] TSVM {variant} ...")
+                    sol, t, traffic = run(
+                        lambda d=design: TSVM(d, y_all[: args.labeled], args.tsvm_lam,
+                                              args.lam_u), "tsvm", {}, 1)
+                    result["tsvm"][fused] = summarize(f"{name}, {variant}", sol, t, traffic,
+                                                      tsvm_memory)
+            results.append(result)
             del design
         finally:
             client.close()
@@ -360,37 +442,44 @@ def print_model(args, memory, dask) -> None:
     print()
     rows = []
     for key, label in (("mfn", "MFN"), ("tsvm", "TSVM")):
-        if one[key] is None:
+        if not one[key]:
             continue
-        counts = Model.counts(one[key]["traffic"], args.d)
-        tc = client_seconds({**memory[key], "traffic": one[key]["traffic"]}, memory["kappa"])
-        L = Model.fit_latency(one[key]["seconds"], counts, tc, kappa, c1["hop"], c1["task"],
-                              c1["bandwidth"])
-        model = Model(kappa, L, c1["hop"], c1["task"], c1["bandwidth"])
-        predicted = model.predict(counts, 2, tc)
-        measured = two[key]["seconds"]
-        rows.append((label, counts, tc, L, model, predicted, measured))
+        for fused, variant in VARIANTS:
+            traffic = one[key][fused]["traffic"]
+            counts = Model.counts(traffic, args.d)
+            tc = client_seconds({**memory[key], "traffic": traffic}, memory["kappa"])
+            L = Model.fit_latency(one[key][fused]["seconds"], counts, tc, kappa, c1["hop"],
+                                  c1["task"], c1["bandwidth"])
+            model = Model(kappa, L, c1["hop"], c1["task"], c1["bandwidth"])
+            predicted = model.predict(counts, 2, tc)
+            measured = two[key][fused]["seconds"]
+            rows.append({"label": f"{label}, {variant}", "solve": key, "fused": fused,
+                         "counts": counts, "tc": tc, "L": L, "model": model,
+                         "predicted": predicted, "measured": measured})
     print("| solve | synchronizations | L fitted (ms) | client-side s | predicted 2 workers (s) "
           "| measured 2 workers (s) | error |")
     print("|---|---|---|---|---|---|---|")
-    for label, counts, tc, L, _, predicted, measured in rows:
-        print(f"| {label} | {counts['syncs']:,} | {1e3 * L:.2f} | {tc:.2f} | {predicted:.1f} | "
-              f"{measured:.1f} | {100 * (predicted - measured) / measured:+.0f} % |")
+    for r in rows:
+        print(f"| {r['label']} | {r['counts']['syncs']:,} | {1e3 * r['L']:.2f} | {r['tc']:.2f} "
+              f"| {r['predicted']:.1f} | {r['measured']:.1f} | "
+              f"{100 * (r['predicted'] - r['measured']) / r['measured']:+.0f} % |")
     print(f"\nPredicted on a cluster (assumed network: {args.bandwidth / 1e9:g} GB/s, "
           f"{1e3 * args.latency:g} ms per message; L = fitted + 4 messages, h = measured + 2 "
-          "messages, s on a cluster; one block per worker, κ as measured here):\n")
+          "messages, s on a cluster; one block per worker, κ as measured here; the parts of the "
+          "fused runs, the totals of both):\n")
     net_cols = [10, 20, 50, 100]
     print("| solve | part | " + " | ".join(f"W = {W}" for W in (1, 2, *net_cols)) + " |")
     print("|---|---|" + "---|" * (2 + len(net_cols)))
-    for label, counts, tc, _L, model, _, _ in rows:
-        net = cluster_model(args, model, c1)
-        parts = {W: net.parts(counts, W, tc) for W in (1, 2, *net_cols)}
-        for part in ("compute", "latency", "bytes", "scheduler", "client"):
-            print(f"| {label} | {part} (s) | "
-                  + " | ".join(f"{parts[W][part]:.1f}" for W in parts) + " |")
-        print(f"| {label} | **total (s)** | "
+    for r in rows:
+        net = cluster_model(args, r["model"], c1)
+        parts = {W: net.parts(r["counts"], W, r["tc"]) for W in (1, 2, *net_cols)}
+        if r["fused"]:
+            for part in ("compute", "latency", "bytes", "scheduler", "client"):
+                print(f"| {r['label']} | {part} (s) | "
+                      + " | ".join(f"{parts[W][part]:.1f}" for W in parts) + " |")
+        print(f"| {r['label']} | **total (s)** | "
               + " | ".join(f"**{sum(parts[W].values()):.1f}**" for W in parts) + " |")
-    print_large_matrix(args, kappa, rows, net_cols)
+    print_large_matrix(args, rows, net_cols, dask)
 
 
 def cluster_model(args, model: Model, constants: dict) -> Model:
@@ -400,30 +489,54 @@ def cluster_model(args, model: Model, constants: dict) -> Model:
                  constants["submit"] + SCHEDULER_TASK, args.bandwidth)
 
 
-def print_large_matrix(args, kappa, rows, net_cols) -> None:
+def print_large_matrix(args, rows, net_cols, dask) -> None:
     """Per CGLS iteration on a ~30 GiB text matrix (all rows active: the worst case), with
-    κ scaled to its non-zeros per row and the client's time per row of the MFN run."""
+    κ scaled to its non-zeros per row; the unfused client's time per row as in the MFN run,
+    the fused client's d-vector work measured; then the fused run's cost per Newton step."""
     nnz_row = args._nnz_per_row
     n = int(30 * 2**30 / (CSR_BYTES_PER_NNZ * nnz_row))
     d = 252_000  # the vocabulary of the paper's largest text collection [001 §4]
-    label, counts, tc, L, model, _, _ = rows[0]
-    net = cluster_model(args, model, args._constants)
-    it = {"rows": 2 * n, "syncs": 2, "matvecs": 1, "rmatvecs": 1, "subsets": 0,
-          "vector_bytes": 8 * 2 * n, "d": d}
-    client = tc / (counts["rows"] / 2) * n  # client seconds per row per product pair
+    mfn = {r["fused"]: r for r in rows if r["solve"] == "mfn"}
+    cols = (1, 2, *net_cols)
     print(f"\nOne CGLS iteration on a ~30 GiB text matrix ({n:,} x {d:,}, {nnz_row:.0f} "
-          "non-zeros per row, every row active), same constants, client time per row as "
-          "in the MFN run:\n")
-    print("| part | " + " | ".join(f"W = {W}" for W in (1, 2, *net_cols)) + " |")
-    print("|---|" + "---|" * (2 + len(net_cols)))
-    parts = {W: net.parts(it, W, client) for W in (1, 2, *net_cols)}
-    for part in ("compute", "latency", "bytes", "scheduler", "client"):
-        print(f"| {part} (s) | " + " | ".join(f"{parts[W][part]:.3f}" for W in parts) + " |")
-    print("| **total (s)** | " + " | ".join(f"**{sum(parts[W].values()):.3f}**"
-                                            for W in parts) + " |")
-    memory = 8 * n * 12 / 2**30
-    print(f"\n(The client holds ~12 n-vectors then: {memory:.1f} GiB; each iteration moves "
-          f"{16 * n / 2**20:,.0f} MiB of n-vectors through it.)")
+          "non-zeros per row, every row active), same constants; unfused: the client's time "
+          "per row as in the MFN run; fused: the client's (d + 1)-vector work, measured; the "
+          f"fused partial sums are added on the workers (a tree) when W·(d + 2)·8 > "
+          f"{CLIENT_SUM_BYTES / 2**20:g} MiB:\n")
+    print("| CGLS | part | " + " | ".join(f"W = {W}" for W in cols) + " |")
+    print("|---|---|" + "---|" * len(cols))
+    for fused, variant in VARIANTS:
+        r = mfn[fused]
+        net = cluster_model(args, r["model"], args._constants)
+        if fused:
+            it = {"rows": 2 * n, "syncs": 1, "matvecs": 0, "rmatvecs": 0, "fused": 1,
+                  "subsets": 0, "vector_bytes": 0, "d": d}
+            parts = {W: net.parts(it, W, client_step_seconds(d, 1 if tree_sum(W, d + 1) else W))
+                     for W in cols}
+        else:
+            it = {"rows": 2 * n, "syncs": 2, "matvecs": 1, "rmatvecs": 1, "fused": 0,
+                  "subsets": 0, "vector_bytes": 8 * 2 * n, "d": d}
+            client = r["tc"] / (r["counts"]["rows"] / 2) * n  # client s per row per pair
+            parts = {W: net.parts(it, W, client) for W in cols}
+        for part in ("compute", "latency", "bytes", "scheduler", "client"):
+            print(f"| {variant} | {part} (s) | "
+                  + " | ".join(f"{parts[W][part]:.3f}" for W in cols) + " |")
+        print(f"| {variant} | **total (s)** | "
+              + " | ".join(f"**{sum(parts[W].values()):.3f}**" for W in cols) + " |")
+    # Once per Newton step (a CGLS solve) the fused MFN still moves n-vectors: the active rows'
+    # indices, C, b and o to the workers, X̃w̄ back; and the client's O(n) work.
+    t = dask[0]["mfn"][True]["traffic"]
+    steps = max(1, t["cgls_solves"])
+    per_row = 8 * (4 + 1)  # index + C + b + o to the workers, outputs back (all rows active)
+    newton = client_newton_seconds(args.n) / args.n  # client s per row per Newton step
+    print(f"\nPer Newton step (one CGLS solve) the fused MFN still moves ~{per_row} bytes per "
+          f"row through the client (active-row indices, C, b, o0 out; X̃w̄ back): "
+          f"{per_row * n / 2**30:.1f} GiB, {per_row * n / args.bandwidth:.1f} s at "
+          f"{args.bandwidth / 1e9:g} GB/s, plus the client's O(n) work (active set, line "
+          f"search, measured at n = {args.n:,}: {1e9 * newton:.0f} ns per row, "
+          f"{newton * n:.1f} s), and 3 synchronizations; the MFN run of (a) averaged "
+          f"{t['cgls_steps'] / steps:.0f} CGLS iterations per Newton step. The client holds "
+          f"~12 n-vectors: {8 * n * 12 / 2**30:.1f} GiB.")
 
 
 def out_of_core(args) -> None:
@@ -447,20 +560,24 @@ def out_of_core(args) -> None:
             pair = min(median_seconds(lambda: (design.matvec(np.ones(design.dim)),
                                                design.rmatvec(np.ones(design.n))), 1)
                        for _ in range(2))
+            step = fused_step_seconds(design, repeat=2)
         finally:
             client.close()
             cluster.close()
             shutil.rmtree(spill, ignore_errors=True)
     rate = 2 * gib / pair
     full = 30.0
-    print("| matrix (GiB of CSR) | generate + persist (s) | one CGLS iteration: X p and Xᵀz "
-          "(s) | GiB/s per pass |")
-    print("|---|---|---|---|")
-    print(f"| {gib:.2f} | {setup:.0f} | {pair:.1f} | {rate:.2f} |")
+    print("| matrix (GiB of CSR) | generate + persist (s) | one CGLS iteration unfused: X p "
+          "and Xᵀz (s) | GiB/s per pass | fused: X p and XᵀCq in one task per block (s) |")
+    print("|---|---|---|---|---|")
+    print(f"| {gib:.2f} | {setup:.0f} | {pair:.1f} | {rate:.2f} | {step:.1f} |")
     per_it = 2 * full / rate
+    fused_it = step * full / gib
     cg = getattr(args, "_mfn_cg", None)
-    print(f"\nExtrapolated to {full:g} GiB: {per_it:.0f} s per CGLS iteration (two passes "
-          f"over X), {100 * per_it / 3600:.1f} h per 100 CGLS iterations"
+    print(f"\nExtrapolated to {full:g} GiB: {per_it:.0f} s per unfused CGLS iteration (two "
+          f"passes over X), {fused_it:.0f} s fused (each block read back once), "
+          f"{100 * per_it / 3600:.1f} h and {100 * fused_it / 3600:.1f} h per 100 CGLS "
+          "iterations"
           + (f"; the MFN run of (a) needed {cg:,}" if cg else "")
           + ". The passes are bound by reading the spilled blocks back (disk or page cache, "
           "unpickling) on 2 cores; more workers divide them (more memory, fewer spills).")
@@ -514,14 +631,16 @@ def main() -> None:
                                  for r in dask_results))
     print("\nOne X̃p + X̃ᵀz over all rows (best of 5): in memory "
           f"{1e3 * memory['pair']:.1f} ms; " + "; ".join(
-              f"{r['W']} worker{'s' * (r['W'] > 1)} {1e3 * r['pair']:.1f} ms"
-              for r in dask_results))
+              f"{r['W']} worker{'s' * (r['W'] > 1)} {1e3 * r['pair']:.1f} ms unfused, "
+              f"{1e3 * r['step']:.1f} ms fused (one task per block)" for r in dask_results))
     print(f"\n## (a) MFN, every row labeled (best of {args.repeat})\n")
-    print_solve_table([memory["mfn"]] + [r["mfn"] for r in dask_results],
+    print_solve_table([memory["mfn"]] + [r["mfn"][f] for r in dask_results for f, _ in VARIANTS],
                       [("Newton steps", lambda r: str(r["steps"]))])
     if not args.skip_tsvm:
-        print(f"\n## (b) TSVM, {args.labeled} labeled rows (one run each)\n")
-        print_solve_table([memory["tsvm"]] + [r["tsvm"] for r in dask_results],
+        print(f"\n## (b) TSVM, {args.labeled} labeled rows (one run each; CGLS iterations "
+              "without the labeled start's)\n")
+        print_solve_table([memory["tsvm"]]
+                          + [r["tsvm"][f] for r in dask_results for f, _ in VARIANTS],
                           [("retrains", lambda r: f"{r['info']['retrains']:,}"),
                            ("switches", lambda r: f"{r['info']['switches']:,}")])
     args._nnz_per_row = X.nnz / args.n

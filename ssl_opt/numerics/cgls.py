@@ -32,7 +32,12 @@ class CGLSResult:
 def cgls(design: LinearDesign, C: np.ndarray, b: np.ndarray, lam: float, beta0: np.ndarray,
          outputs0: np.ndarray | None = None, tol: float = 1e-6,
          max_iter: int | None = None, forcing: float = 0.0) -> CGLSResult:
-    """CGLS from ``beta0`` (``outputs0 = X̃ beta0`` if already known)."""
+    """CGLS from ``beta0`` (``outputs0 = X̃ beta0`` if already known). A design that offers
+    its own ``design.cgls`` (a distributed one, fusing each iteration's products into one
+    synchronization) runs this iteration with these stopping rules there."""
+    fused = getattr(design, "cgls", None)
+    if fused is not None:
+        return fused(C, b, lam, beta0, outputs0, tol, max_iter, forcing)
     beta = beta0.copy()
     o = design.matvec(beta) if outputs0 is None else outputs0
     z = C * (b - o)

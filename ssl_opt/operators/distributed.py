@@ -3,7 +3,8 @@ r"""A design matrix row-partitioned across the workers of a ``dask.distributed``
 :class:`DaskDesign` is ``X̃ = [X, 1]`` of the linear family [001 §2] (a
 :class:`~ssl_opt.problems.linear.design.LinearDesign`) whose rows live on the workers of a
 ``distributed.Client``: MFN and its CGLS [001 §2.1], TSVM [001 §3.1] and DA [001 §3.2] run on it
-unchanged, since they touch ``X`` only through ``matvec``, ``rmatvec`` and ``rows``.
+unchanged, since they touch ``X`` only through ``matvec``, ``rmatvec`` and ``rows``, and CGLS
+dispatches to the design's fused iteration (:attr:`DaskDesign.cgls`).
 
 What lives where
 ----------------
@@ -12,9 +13,11 @@ What lives where
   thread, so ``B`` is the number of worker threads), and the transient row subsets MFN's CGLS
   runs on (its active rows, computed on the workers from local indices).
 * **Client**: the small vectors: weights ``w`` and the CGLS vectors ``β, p, r`` (``d + 1``
-  floats each); the outputs ``o = X̃w`` and CGLS's ``z = C(b − X̃β)`` over the rows (``n``
-  floats each); the labels, TSVM's switched labels ``ŷ`` and DA's ``p`` with its ν root
-  (``u`` floats). ``X`` is never gathered: :attr:`X` raises.
+  floats each); the outputs ``o = X̃w`` over the rows (``n`` floats); the labels, TSVM's
+  switched labels ``ŷ`` and DA's ``p`` with its ν root (``u`` floats). ``X`` is never gathered:
+  :attr:`X` raises.
+* **Workers, for one CGLS solve** (the fused CGLS, :meth:`DaskDesign.fused_cgls`): its weights
+  ``C_b`` and targets ``b_b`` next to each block, sent once per solve.
 
 Products (a map over the blocks and a reduction)
 ------------------------------------------------
@@ -24,31 +27,49 @@ Products (a map over the blocks and a reduction)
   returns ``X_bᵀ v_b`` (``d`` floats, ``d × k`` for ``k`` columns); the ``B`` partial sums are
   added pairwise on the workers (a tree of ``B − 1`` tasks) and one ``d``-vector reaches the
   client, which appends the bias row ``Σ v``.
+* A fused CGLS iteration [001 §2.1]: ``p`` goes to every block, whose one task computes
+  ``q_b = X̃_b p`` and returns ``[X̃_bᵀC_b q_b, q_bᵀC_b q_b]``; the client adds the ``B`` pieces
+  (pairwise on the workers instead when they exceed :data:`CLIENT_SUM_BYTES`) and updates
+  ``β`` and the residual ``r`` by the recurrence; ``z = C(b − X̃β)`` is never formed.
 
-Bytes per CGLS iteration (one of each product on the ``n_a`` active rows, ``B`` blocks): ``8·B·d``
-to the workers with ``w`` and ``8·n_a`` back; ``8·n_a`` to the workers with ``z`` and ``8·d``
-back, plus at most ``8·(B − 1)·d`` between workers in the tree — ``8·((B + 1)·d + 2·n_a)``
-bytes through the client, two synchronizations (one per product) and ``3B − 1`` tasks.
+Bytes per CGLS iteration (``n_a`` active rows, ``B`` blocks, ``dim = d + 1``):
+
+* fused (default): ``8·B·dim`` to the workers and ``8·B·(dim + 1)`` back — no ``n``-vector —
+  **one synchronization** and ``B`` tasks; once per solve ``8·3·n_a`` to the workers (``C``,
+  ``b``, the seed's outputs), the start ``X̃ᵀ[z, Cb]`` and, for a converged solve, the true
+  residual that certifies it (two more synchronizations).
+* ``fused=False`` (one of each product): ``8·B·d`` to the workers with ``p`` and ``8·n_a``
+  back; ``8·n_a`` to the workers with ``z`` and ``8·d`` back, plus at most ``8·(B − 1)·d``
+  between workers in the tree — ``8·((B + 1)·d + 2·n_a)`` bytes through the client, two
+  synchronizations (one per product) and ``3B − 1`` tasks.
+
 :attr:`DaskDesign.traffic` counts them (shared with the designs :meth:`rows` derives).
 
 Compared with :class:`LinearDesign`, ``X̃ w`` is computed row by row exactly as in memory;
-``X̃ᵀ v`` adds the blocks' partial sums in a different order (round-off only).
+``X̃ᵀ v`` adds the blocks' partial sums in a different order, and the fused CGLS updates ``r``
+by a recurrence instead of from ``z`` (round-off only: the converged result is certified by the
+true residual).
 """
 
 from __future__ import annotations
 
+import functools
 import operator
 import time
 from dataclasses import asdict, dataclass
-from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.numerics.cgls import CGLSResult
 from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 
 _F8 = 8  # bytes per float64
+#: The fused CGLS sums the blocks' ``dim + 1`` partial sums on the client while they total at
+#: most this many bytes (one synchronization); above it, pairwise on the workers (a tree:
+#: ``⌈log₂B⌉`` more dependent hops, one vector to the client).
+CLIENT_SUM_BYTES = 32 * 2**20
 
 
 @dataclass
@@ -64,6 +85,11 @@ class DaskTraffic:
     bytes_to_workers: int = 0
     bytes_from_workers: int = 0
     bytes_between_workers: int = 0
+    #: Fused CGLS: solves, iterations (one synchronization each: ``X̃p``, ``pᵀX̃ᵀCX̃p`` and
+    #: ``X̃ᵀCX̃p`` in one task per block) and true-residual evaluations.
+    cgls_solves: int = 0
+    cgls_steps: int = 0
+    residual_checks: int = 0
     #: Rows the products ran over (their compute is proportional to these rows' non-zeros).
     rows: int = 0
     #: Wall-clock seconds the client spent in products (waiting included).
@@ -125,6 +151,52 @@ def _take(block, index):
     return block[index]
 
 
+def _cgls_rows(block, C, b):
+    """CGLS's per-row weights and targets of one block, kept on the block's worker for the
+    whole solve (``block`` is an argument only so the task runs where the block is)."""
+    assert block.shape[0] == C.size == b.size
+    return C, b
+
+
+def _outputs(block, w, bias: bool):
+    """``X̃_b w`` exactly as :meth:`DaskDesign.matvec` computes it."""
+    d = block.shape[1]
+    out = _matvec(block, w[:d])
+    if bias:
+        out += w[d]
+    return out
+
+
+def _with_bias(block, v, bias: bool):
+    """``X̃_bᵀ v``: ``X_bᵀ v`` with the bias row ``Σ v`` appended."""
+    head = _rmatvec(block, v)
+    return np.concatenate([head, v.sum(axis=0, keepdims=True)]) if bias else head
+
+
+def _cgls_start(block, rows, o, beta, bias: bool):
+    """``X̃_bᵀ [z_b, C_b b_b]`` with ``z_b = C_b (b_b − o_b)``, as the in-memory CGLS starts
+    (``o_b = X̃_b β`` computed here when not given)."""
+    C, b = rows
+    if o is None:
+        o = _outputs(block, beta, bias)
+    return _with_bias(block, np.column_stack([C * (b - o), C * b]), bias)
+
+
+def _cgls_step(block, rows, p, bias: bool):
+    """One fused CGLS product on a block: ``q_b = X̃_b p``, returns ``[X̃_bᵀ(C_b q_b), q_bᵀC_b q_b]``
+    (``dim + 1`` floats)."""
+    C = rows[0]
+    q = _outputs(block, p, bias)
+    Cq = C * q
+    return np.append(_with_bias(block, Cq, bias), Cq @ q)
+
+
+def _cgls_true_residual(block, rows, beta, bias: bool):
+    """``X̃_bᵀ C_b (b_b − X̃_b β)`` from ``β`` itself (no recurrence)."""
+    C, b = rows
+    return _with_bias(block, C * (b - _outputs(block, beta, bias)), bias)
+
+
 # ------------------------------------------------------------------------------- the design
 def _resolve_client(client):
     import distributed
@@ -182,12 +254,16 @@ class DaskDesign(LinearDesign):
         Merge the chunks into one contiguous block per worker thread (default): a product then
         costs one task per thread. ``False`` keeps one block per row chunk (small chunks can
         spill to disk one by one when the workers run out of memory).
+    fused : bool
+        Offer the fused CGLS (:attr:`cgls`, default): one synchronization and only
+        ``dim``-vectors through the client per iteration. ``False``: CGLS runs on
+        :meth:`matvec` and :meth:`rmatvec` (two synchronizations and two n-vectors).
     """
 
     in_memory = False
 
     def __init__(self, X, bias: bool = True, client=None, *, merge: bool = True,
-                 name: str = "X"):
+                 fused: bool = True, name: str = "X"):
         self._client = _resolve_client(client)
         # One slot per worker thread, a worker's slots side by side.
         slots = [a for a, k in sorted(self._client.nthreads().items()) for _ in range(k)]
@@ -202,7 +278,7 @@ class DaskDesign(LinearDesign):
             futures, info = self._merge(futures, info, slots)
         self._setup([f for f, i in zip(futures, info, strict=True) if i[0] > 0],
                     np.array([i[0] for i in info if i[0] > 0], dtype=np.int64),
-                    info[0][1], bool(bias), info[0][3], DaskTraffic())
+                    info[0][1], bool(bias), info[0][3], DaskTraffic(), bool(fused))
         self._nnz = sum(i[2] for i in info)
 
     @staticmethod
@@ -238,7 +314,7 @@ class DaskDesign(LinearDesign):
         self._client.gather(self._client.map(_nnz, merged, pure=False))  # wait: chunks freed
         return merged, merged_info
 
-    def _setup(self, blocks, sizes, d, bias, sparse, traffic) -> None:
+    def _setup(self, blocks, sizes, d, bias, sparse, traffic, fused) -> None:
         self._blocks = list(blocks)
         self._sizes = np.asarray(sizes, dtype=np.int64)
         self._offsets = np.concatenate([[0], np.cumsum(self._sizes)])
@@ -248,11 +324,12 @@ class DaskDesign(LinearDesign):
         self._sparse = bool(sparse)
         self._nnz = None
         self.traffic = traffic
+        self.fused = fused
 
     def _derived(self, blocks, sizes) -> DaskDesign:
         sub = object.__new__(DaskDesign)
         sub._client = self._client
-        sub._setup(blocks, sizes, self.d, self.bias, self._sparse, self.traffic)
+        sub._setup(blocks, sizes, self.d, self.bias, self._sparse, self.traffic, self.fused)
         return sub
 
     # ----------------------------------------------------------------------- the interface
@@ -268,7 +345,7 @@ class DaskDesign(LinearDesign):
     def client(self):
         return self._client
 
-    @cached_property
+    @functools.cached_property
     def sync_seconds(self) -> float:
         """Seconds of one synchronization with the cluster: the median of three round trips of
         a no-op task (measured once; ~11 ms on a local cluster here, most of it dask's message
@@ -281,11 +358,16 @@ class DaskDesign(LinearDesign):
         return float(np.median(times))
 
     def product_seconds(self) -> float:
-        """Predicted seconds of one product pair ``X̃p``, ``X̃ᵀq`` (a CGLS iteration): two
-        synchronizations, a tree level per doubling of the blocks, and the in-memory compute
-        divided over the blocks (the model of docs/scaling.md, without the bandwidth term)."""
+        """Predicted seconds of one product pair ``X̃p``, ``X̃ᵀq`` (a CGLS iteration) and the
+        in-memory compute divided over the blocks (the model of docs/scaling.md, without the
+        bandwidth term). Fused: one synchronization (plus a tree level per doubling of the
+        blocks when the partial sums exceed :data:`CLIENT_SUM_BYTES`); unfused: two, and the
+        tree of :meth:`rmatvec`."""
         levels = int(np.ceil(np.log2(max(1, self.n_blocks))))
         compute = PAIR_SECONDS_PER_ENTRY * self.nnz / max(1, self.n_blocks)
+        if self.fused:
+            tree = _F8 * self.n_blocks * (self.dim + 1) > CLIENT_SUM_BYTES
+            return (1 + levels * tree) * self.sync_seconds + compute
         return (2 + levels) * self.sync_seconds + compute
 
     @property
@@ -360,6 +442,155 @@ class DaskDesign(LinearDesign):
         t.rows += self.n
         t.seconds += time.perf_counter() - start
         return out
+
+    # ----------------------------------------------------------------------- fused CGLS
+    @property
+    def cgls(self):
+        """The fused CGLS (:meth:`fused_cgls`) that :func:`ssl_opt.numerics.cgls.cgls`
+        dispatches to, or None with ``fused=False``."""
+        return self.fused_cgls if self.fused else None
+
+    def fused_cgls(self, C: np.ndarray, b: np.ndarray, lam: float, beta0: np.ndarray,
+                   outputs0: np.ndarray | None = None, tol: float = 1e-6,
+                   max_iter: int | None = None, forcing: float = 0.0) -> CGLSResult:
+        r"""CGLS [001 §2.1, eq. 4] with one synchronization per iteration.
+
+        The same iteration, stopping rules and result as :func:`ssl_opt.numerics.cgls.cgls`,
+        with the residual updated by a recurrence instead of a product with ``z``: with
+        ``q = X̃p`` and ``γ = ω / (λ‖p‖² + qᵀCq)``,
+
+            ``β ← β + γp``,   ``r ← r − γ(X̃ᵀCq + λp)``
+
+        (``X̃ᵀz`` changes by ``−γX̃ᵀCq`` when ``z`` does by ``−γCq``). Per iteration ``p``
+        (``dim`` floats) goes to every block, whose single task returns
+        ``[X̃_bᵀC_b q_b, q_bᵀC_b q_b]`` (``dim + 1`` floats); ``z`` is never formed. ``C`` and
+        ``b`` go to the workers once per solve (split by block) with the start
+        ``X̃ᵀ[C(b − o₀), Cb]``. When the recurrence meets the ``tol`` test, the true residual
+        ``X̃ᵀC(b − X̃β) − λβ`` is computed (one more synchronization) and decides: a result
+        with ``converged`` is certified by the true residual (if it misses the test, it
+        replaces the recurrence and CGLS restarts from ``β`` with ``p = r``). An inexact step
+        (the forcing test met, not ``tol``) and the ``max_iter`` cap return unconverged with
+        the recurrence's residual, as the in-memory CGLS returns its own. The recurrence
+        stays within ~5e-14·‖X̃ᵀCb‖ of the true residual over 2,000 iterations at 20,000 ×
+        5,000 (the in-memory ``r`` from the recurrence ``z``: the same order), far below any
+        tolerance MFN uses, so no periodic replacement is needed.
+        """
+        beta = np.array(beta0, dtype=np.float64)
+        if not self._blocks:
+            return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
+        t = self.traffic
+        t.cgls_solves += 1
+        rows = self._send_rows(np.asarray(C, dtype=np.float64), np.asarray(b, dtype=np.float64))
+        both = self._start(rows, beta, outputs0)
+        r = both[:, 0] - lam * beta
+        rhs_norm = float(np.linalg.norm(both[:, 1]))
+        if rhs_norm == 0.0:
+            return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
+        omega = float(r @ r)
+        tight = (tol * rhs_norm) ** 2
+        eta = min(forcing, np.sqrt(np.sqrt(omega) / rhs_norm))
+        target = max(tight, eta**2 * omega)
+        if omega <= target:
+            return CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
+        p = r.copy()
+        cap = 10 * self.dim + 1000 if max_iter is None else int(max_iter)
+        k = 0
+        while k < cap:
+            k += 1
+            u, s = self._step(rows, p)
+            gamma = omega / (lam * float(p @ p) + s)
+            beta += gamma * p
+            r -= gamma * (u + lam * p)
+            omega_new = float(r @ r)
+            if tight < omega_new <= target:  # an inexact (forcing) step: not converged
+                return CGLSResult(beta, k, False, np.sqrt(omega_new) / rhs_norm)
+            if omega_new <= tight:  # certified by the true residual, or a restart from it
+                r = self._true_residual(rows, beta) - lam * beta
+                omega_new = float(r @ r)
+                if omega_new <= target:
+                    return CGLSResult(beta, k, omega_new <= tight, np.sqrt(omega_new) / rhs_norm)
+                p[:] = r
+            else:
+                p *= omega_new / omega
+                p += r
+            omega = omega_new
+        return CGLSResult(beta, k, False, np.sqrt(omega) / rhs_norm)
+
+    def _map(self, fn, rows, *args) -> list:
+        """One task ``fn(X_b, rows_b, *args)`` per block (all submitted before any waits)."""
+        return [self._client.submit(fn, block, rb, *args, pure=False)
+                for block, rb in zip(self._blocks, rows, strict=True)]
+
+    def _send_rows(self, C: np.ndarray, b: np.ndarray) -> list:
+        """``(C_b, b_b)`` on each block's worker for the solve (futures, not waited for)."""
+        o = self._offsets
+        rows = [self._client.submit(_cgls_rows, block, C[o[k]:o[k + 1]], b[o[k]:o[k + 1]],
+                                    pure=False) for k, block in enumerate(self._blocks)]
+        t = self.traffic
+        t.tasks += len(rows)
+        t.bytes_to_workers += _F8 * 2 * self.n
+        return rows
+
+    def _start(self, rows, beta: np.ndarray, outputs0) -> np.ndarray:
+        """``X̃ᵀ[C(b − o₀), Cb]`` (dim, 2), ``o₀ = X̃β`` on the workers if not given."""
+        start = time.perf_counter()
+        o = self._offsets
+        if outputs0 is None:
+            parts = self._map(_cgls_start, rows, None, beta, self.bias)
+            sent = _F8 * self.dim * len(parts)
+        else:
+            outputs0 = np.asarray(outputs0, dtype=np.float64)
+            parts = [self._client.submit(_cgls_start, block, rb, outputs0[o[k]:o[k + 1]], None,
+                                         self.bias, pure=False)
+                     for k, (block, rb) in enumerate(zip(self._blocks, rows, strict=True))]
+            sent = _F8 * self.n
+        total = self._sum(parts, 2 * self.dim)
+        self._count(parts, sent, self.n * (1 + (outputs0 is None)), start)
+        return total
+
+    def _step(self, rows, p: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(X̃ᵀCX̃p, pᵀX̃ᵀCX̃p)``: one synchronization."""
+        start = time.perf_counter()
+        parts = self._map(_cgls_step, rows, p, self.bias)
+        total = self._sum(parts, self.dim + 1)
+        self.traffic.cgls_steps += 1
+        self._count(parts, _F8 * self.dim * len(parts), 2 * self.n, start)
+        return total[:-1], float(total[-1])
+
+    def _true_residual(self, rows, beta: np.ndarray) -> np.ndarray:
+        """``X̃ᵀC(b − X̃β)`` from ``β``: one synchronization."""
+        start = time.perf_counter()
+        parts = self._map(_cgls_true_residual, rows, beta, self.bias)
+        total = self._sum(parts, self.dim)
+        self.traffic.residual_checks += 1
+        self._count(parts, _F8 * self.dim * len(parts), 2 * self.n, start)
+        return total
+
+    def _sum(self, parts: list, size: int) -> np.ndarray:
+        """The blocks' partial sums (``size`` floats each) added: on the client when they total
+        at most :data:`CLIENT_SUM_BYTES`, else pairwise on the workers. Counts the bytes back
+        and the tree's tasks."""
+        t = self.traffic
+        if _F8 * size * len(parts) <= CLIENT_SUM_BYTES or len(parts) == 1:
+            total = functools.reduce(operator.add, self._client.gather(parts))  # new array
+            t.bytes_from_workers += _F8 * size * len(parts)
+            return total
+        while len(parts) > 1:
+            pairs = [self._client.submit(operator.add, parts[k], parts[k + 1], pure=False)
+                     for k in range(0, len(parts) - 1, 2)]
+            t.tasks += len(pairs)
+            t.bytes_between_workers += _F8 * size * len(pairs)
+            parts = pairs + parts[len(parts) - len(parts) % 2:]
+        t.bytes_from_workers += _F8 * size
+        return parts[0].result()
+
+    def _count(self, parts: list, sent: int, rows: int, start: float) -> None:
+        t = self.traffic
+        t.round_trips += 1
+        t.tasks += len(parts)
+        t.bytes_to_workers += sent
+        t.rows += rows
+        t.seconds += time.perf_counter() - start
 
     def rows(self, index) -> DaskDesign:
         """The design restricted to ``index`` (a slice, a boolean mask or integer indices, in

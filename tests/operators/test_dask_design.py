@@ -14,7 +14,9 @@ import scipy.sparse as sp
 import ssl_opt
 from ssl_opt.datasets.text import synthetic_text
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.numerics.cgls import cgls
 from ssl_opt.operators import DaskDesign
+from ssl_opt.operators import distributed as dist
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
 from ssl_opt.problems.linear.design import LinearDesign
 
@@ -94,6 +96,141 @@ def test_traffic_counts_the_bytes_of_the_docstring(client, text):
     assert t["bytes_between_workers"] == 8 * (B - 1) * d
 
 
+def cgls_instance(text, seed=2):
+    """A weighted least-squares instance on the text matrix (some zero weights, as MFN's
+    inactive rows) and its exact solution from the dense normal equations [001 eq. 4]."""
+    rng = np.random.default_rng(seed)
+    n = text.X.shape[0]
+    C = rng.uniform(0.0, 2.0, n)
+    C[::7] = 0.0
+    b = rng.standard_normal(n)
+    lam = 0.3
+    A = augmented(text.X, True)
+    exact = np.linalg.solve(lam * np.eye(A.shape[1]) + A.T @ (C[:, None] * A), A.T @ (C * b))
+    return C, b, lam, A, exact
+
+
+def true_relative_residual(A, C, b, lam, beta):
+    """``‖X̃ᵀCb − (λI + X̃ᵀCX̃)β‖ / ‖X̃ᵀCb‖`` from the dense matrix."""
+    rhs = A.T @ (C * b)
+    return np.linalg.norm(rhs - lam * beta - A.T @ (C * (A @ beta))) / np.linalg.norm(rhs)
+
+
+@pytest.mark.parametrize("merge", [True, False])
+def test_fused_cgls_matches_in_memory_cgls_with_one_synchronization_per_iteration(
+        client, text, merge):
+    C, b, lam, A, exact = cgls_instance(text)
+    design = DaskDesign(as_dask(text.X), True, client=client, merge=merge)
+    local = LinearDesign(text.X, True)
+    B, n, dim = design.n_blocks, design.n, design.dim
+    beta0 = np.zeros(dim)
+    for outputs0, tol in ((None, 1e-12), (np.zeros(n), 1e-12), (np.zeros(n), 1e-6)):
+        ref = cgls(local, C, b, lam, beta0, outputs0, tol=tol)
+        design.traffic.reset()
+        res = cgls(design, C, b, lam, beta0, outputs0, tol=tol)
+        t = design.traffic.snapshot()
+        assert res.converged and ref.converged and res.residual <= tol
+        # dim = 31: CG's exact-arithmetic bound; the last iterations chase round-off, where
+        # the recurrence residual and the in-memory one (from z) part by a few iterations.
+        assert abs(res.iterations - ref.iterations) <= (1 if tol > 1e-8 else 3)
+        if tol < 1e-8:
+            np.testing.assert_allclose(res.beta, exact, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(res.beta, ref.beta, rtol=1e-10, atol=1e-12)
+        assert res.residual == pytest.approx(true_relative_residual(A, C, b, lam, res.beta),
+                                             rel=1e-3, abs=1e-15)
+        # One synchronization per iteration, plus the start and the final true residual.
+        k = res.iterations
+        assert (t["cgls_steps"], t["residual_checks"], t["cgls_solves"]) == (k, 1, 1)
+        assert t["round_trips"] == k + 2 and t["matvecs"] == t["rmatvecs"] == 0
+        # Only (dim)-vectors per iteration; C, b (and o0) go to the workers once.
+        sent = n if outputs0 is not None else B * dim  # o0, or β to compute it
+        assert t["bytes_to_workers"] == 8 * (2 * n + sent + B * dim * (k + 1))
+        assert t["bytes_from_workers"] == 8 * B * (2 * dim + k * (dim + 1) + dim)
+        assert t["tasks"] == B * (k + 3)
+
+
+def test_unfused_cgls_keeps_two_synchronizations_per_iteration(client, text):
+    C, b, lam, _, exact = cgls_instance(text)
+    design = DaskDesign(as_dask(text.X), True, client=client, fused=False)
+    assert design.cgls is None and design.rows(slice(0, 30)).cgls is None
+    res = cgls(design, C, b, lam, np.zeros(design.dim), np.zeros(design.n), tol=1e-12)
+    np.testing.assert_allclose(res.beta, exact, rtol=1e-10, atol=1e-12)
+    t = design.traffic
+    assert t.cgls_steps == 0 and t.round_trips == 2 * res.iterations + 1
+
+
+def test_fused_cgls_on_row_subsets_seeds_and_caps(client, text):
+    """MFN's calls: a row subset with outputs from a seed; a capped (crude) solve is reported
+    unconverged with its iteration count; a seed at the solution stops at once."""
+    C, b, lam, _, _ = cgls_instance(text, seed=5)
+    design = DaskDesign(as_dask(text.X), True, client=client)
+    idx = np.array([1, 2, 3, 17, 20, 33, 34, 35, 36, 50, 58])
+    sub, rows = design.rows(idx), augmented(text.X, True)[idx]
+    lam = 0.05
+    exact = np.linalg.solve(lam * np.eye(rows.shape[1]) + rows.T @ (C[idx, None] * rows),
+                            rows.T @ (C[idx] * b[idx]))
+    seed = np.random.default_rng(1).standard_normal(design.dim)
+    res = cgls(sub, C[idx], b[idx], lam, seed, rows @ seed, tol=1e-11)
+    assert res.converged
+    np.testing.assert_allclose(res.beta, exact, rtol=1e-9, atol=1e-11)
+    capped = cgls(sub, C[idx], b[idx], lam, seed, rows @ seed, tol=1e-11, max_iter=3)
+    ref = cgls(LinearDesign(text.X, True).rows(idx), C[idx], b[idx], lam, seed, rows @ seed,
+               tol=1e-11, max_iter=3)
+    assert (capped.iterations, capped.converged) == (3, False)
+    np.testing.assert_allclose(capped.beta, ref.beta, rtol=1e-12, atol=1e-14)
+    assert capped.residual == pytest.approx(ref.residual, rel=1e-9)
+    # An inexact Newton step (forcing): stops at η‖r₀‖, unconverged, without the true residual.
+    design.traffic.reset()
+    loose = cgls(sub, C[idx], b[idx], lam, seed, rows @ seed, tol=1e-11, forcing=0.1)
+    ref = cgls(LinearDesign(text.X, True).rows(idx), C[idx], b[idx], lam, seed, rows @ seed,
+               tol=1e-11, forcing=0.1)
+    assert (loose.iterations, loose.converged) == (ref.iterations, False)
+    assert loose.residual == pytest.approx(ref.residual, rel=1e-6)
+    assert design.traffic.residual_checks == 0
+    design.traffic.reset()
+    done = cgls(sub, C[idx], b[idx], lam, exact, rows @ exact, tol=1e-6)
+    assert (done.iterations, done.converged) == (0, True)
+    assert design.traffic.round_trips == 1
+    zero = cgls(sub, np.zeros(idx.size), b[idx], lam, seed, rows @ seed)
+    assert (zero.iterations, zero.converged) == (0, True) and not zero.beta.any()
+
+
+def test_fused_cgls_certifies_convergence_by_the_true_residual(client, text, monkeypatch):
+    """A recurrence residual that drifted from the true one (here: an error of 1e-6·‖X̃ᵀCq‖
+    injected once, at the second iteration; it stays in the recurrence) reports convergence
+    too early; the true residual then replaces it and CGLS goes on until the true residual
+    meets the tolerance."""
+    C, b, lam, A, exact = cgls_instance(text)
+    design = DaskDesign(as_dask(text.X), True, client=client)
+    step, calls = design._step, []
+    error = 1e-6 * np.random.default_rng(0).standard_normal(design.dim)
+
+    def drifting(rows, p):
+        u, s = step(rows, p)
+        calls.append(None)
+        return (u + np.linalg.norm(u) * error if len(calls) == 2 else u), s
+
+    monkeypatch.setattr(design, "_step", drifting)
+    res = cgls(design, C, b, lam, np.zeros(design.dim), None, tol=1e-10)
+    assert res.converged
+    assert true_relative_residual(A, C, b, lam, res.beta) <= 1e-10
+    np.testing.assert_allclose(res.beta, exact, rtol=1e-7, atol=1e-8)
+    assert design.traffic.residual_checks >= 2  # the early claim was refused
+
+
+def test_fused_cgls_tree_sum(client, text, monkeypatch):
+    """Partial sums above CLIENT_SUM_BYTES are added pairwise on the workers."""
+    C, b, lam, _, exact = cgls_instance(text)
+    monkeypatch.setattr(dist, "CLIENT_SUM_BYTES", 0)
+    design = DaskDesign(as_dask(text.X), True, client=client, merge=False)  # 5 blocks
+    res = cgls(design, C, b, lam, np.zeros(design.dim), np.zeros(design.n), tol=1e-12)
+    np.testing.assert_allclose(res.beta, exact, rtol=1e-10, atol=1e-12)
+    t = design.traffic
+    assert t.round_trips == res.iterations + 2
+    assert t.bytes_between_workers == 8 * 4 * (2 * design.dim + res.iterations
+                                               * (design.dim + 1) + design.dim)
+
+
 def test_problems_build_the_design_from_a_dask_array(client, text):
     with pytest.raises(InvalidInputError, match="client"):
         LinearSVM(as_dask(text.X), text.y, LAM)  # no default client: the fixture's is not
@@ -108,14 +245,21 @@ def sparse_and_dense(text):
     return [("sparse", text.X), ("dense", text.X.toarray())]
 
 
-@pytest.mark.parametrize("kind", ["sparse", "dense"])
-def test_mfn_over_dask_gives_the_in_memory_objective(client, text, kind):
+@pytest.mark.parametrize(("kind", "fused"), [("sparse", True), ("dense", True),
+                                             ("sparse", False)])
+def test_mfn_over_dask_gives_the_in_memory_objective(client, text, kind, fused):
     X = dict(sparse_and_dense(text))[kind]
     memory = LinearSVM(X, text.y, LAM)
     ref = ssl_opt.solve(memory, solver="mfn")
     assert ssl_opt.certify(memory, ref).passed  # against the CVXPY reference
-    problem = LinearSVM(DaskDesign(as_dask(X), True, client=client), text.y, LAM)
+    design = DaskDesign(as_dask(X), True, client=client, fused=fused)
+    problem = LinearSVM(design, text.y, LAM)
+    design.traffic.reset()
     sol = ssl_opt.solve(problem, solver="mfn")
+    # Fused: every CGLS iteration is one fused step and no X̃ᵀv runs; unfused: the reverse.
+    t = design.traffic
+    assert t.cgls_steps == (sol.info["cg_iterations"] if fused else 0)
+    assert (t.rmatvecs == 0) is fused
     assert abs(sol.objective - ref.objective) <= 1e-10 * abs(ref.objective)
     np.testing.assert_allclose(sol.x["w"], ref.x["w"], rtol=0, atol=1e-8)
     cert = ssl_opt.certify(problem, sol)
@@ -130,6 +274,10 @@ def test_tsvm_over_dask_gives_the_in_memory_objective(client, text):
     assert ssl_opt.certify(memory, ref).passed
     problem = TSVM(DaskDesign(as_dask(text.X), True, client=client), text.y, LAM, 1.0)
     sol = ssl_opt.solve(problem, solver="tsvm", **opts)
+    # Fused: no X̃ᵀv product ran (the unfused CGLS needs one per iteration); info's count
+    # leaves out the labeled start's CGLS iterations.
+    t = problem.design.traffic
+    assert t.rmatvecs == 0 and t.cgls_steps >= sol.info["cg_iterations"] > 0
     assert abs(sol.objective - ref.objective) <= 1e-10 * abs(ref.objective)
     np.testing.assert_array_equal(sol.x["y_u"], ref.x["y_u"])
     assert ssl_opt.certify(problem, sol).passed
@@ -144,6 +292,8 @@ def test_da_over_dask_gives_the_in_memory_objective(client, text):
     assert ssl_opt.certify(memory, ref).passed
     problem = DAS3VM(DaskDesign(as_dask(text.X), True, client=client), text.y, LAM, 1.0)
     sol = ssl_opt.solve(problem, solver="da", **opts)
+    t = problem.design.traffic
+    assert t.rmatvecs == 0 and t.cgls_steps > 0  # the fused CGLS ran the w-steps
     assert abs(sol.objective - ref.objective) <= 1e-10 * abs(ref.objective)
     np.testing.assert_allclose(sol.x["p"], ref.x["p"], rtol=0, atol=1e-8)
     assert ssl_opt.certify(problem, sol).passed
