@@ -18,12 +18,12 @@ measured once (:attr:`DaskKernelOperator.sync_seconds`).
 
 from __future__ import annotations
 
-import time
 from functools import cached_property
 
 import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.operators._cluster import resolve_client, sync_seconds
 from ssl_opt.operators.kernel import DEFAULT_BUDGET, ENTRY_SECONDS, KernelOperator
 
 
@@ -35,10 +35,6 @@ def _worker_operator(X, kind, dtype, threads, memory_budget, params) -> KernelOp
 
 def _rows_product(op: KernelOperator, start: int, stop: int, V: np.ndarray) -> np.ndarray:
     return op.rows_product(slice(start, stop), V)
-
-
-def _noop() -> None:
-    return None
 
 
 class DaskKernelOperator(KernelOperator):
@@ -55,7 +51,7 @@ class DaskKernelOperator(KernelOperator):
                  memory_budget: float = DEFAULT_BUDGET, **params):
         super().__init__(X, kind, dtype=dtype, memory_budget=memory_budget, threads=1,
                          **params)
-        self._client = _resolve_client(client)
+        self._client = resolve_client(client, "DaskKernelOperator")
         workers = sorted(self._client.nthreads().items())
         if not workers:
             raise InvalidInputError("the dask cluster has no workers; start some or pass "
@@ -90,14 +86,8 @@ class DaskKernelOperator(KernelOperator):
 
     @cached_property
     def sync_seconds(self) -> float:
-        """Seconds of one synchronization with the cluster (median of three no-op round
-        trips, measured once)."""
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            self._client.submit(_noop, pure=False).result()
-            times.append(time.perf_counter() - start)
-        return float(np.median(times))
+        """Seconds of one synchronization with the cluster (measured once)."""
+        return sync_seconds(self._client)
 
     def product_seconds(self, columns: int = 1) -> float:
         """Predicted seconds of ``K @ V``: the n² kernel entries over the cluster's threads
@@ -118,19 +108,3 @@ class DaskKernelOperator(KernelOperator):
     def __reduce__(self):
         raise TypeError("a DaskKernelOperator holds a live dask client and cannot be pickled; "
                         "build it where it is used.")
-
-
-def _resolve_client(client):
-    if client is not None:
-        if not hasattr(client, "submit"):
-            raise InvalidInputError(f"client must be a distributed.Client, got "
-                                    f"{type(client).__name__}.")
-        return client
-    from distributed import default_client
-
-    try:
-        return default_client()
-    except ValueError as exc:
-        raise InvalidInputError(
-            "client: no distributed.Client is running; pass client= (e.g. "
-            "Client(LocalCluster()) or Client('tcp://scheduler:8786')).") from exc

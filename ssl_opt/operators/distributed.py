@@ -63,6 +63,7 @@ import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.cgls import CGLSResult
+from ssl_opt.operators._cluster import resolve_client, sync_seconds
 from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 
 _F8 = 8  # bytes per float64
@@ -104,10 +105,6 @@ class DaskTraffic:
 
 
 # --------------------------------------------------------------------- worker-side functions
-def _noop() -> None:
-    return None
-
-
 def _as_block(chunk):
     """A chunk as a float64 CSR matrix in canonical format, or a C-contiguous float64 array."""
     if sp.issparse(chunk):
@@ -199,20 +196,7 @@ def _cgls_true_residual(block, rows, beta, bias: bool):
 
 # ------------------------------------------------------------------------------- the design
 def _resolve_client(client):
-    import distributed
-
-    if client is None:
-        try:
-            return distributed.default_client()
-        except ValueError as exc:
-            raise InvalidInputError(
-                "DaskDesign needs a dask.distributed Client: pass client=Client(...) (a "
-                "LocalCluster, or Client('tcp://scheduler:8786') on a cluster), or create one "
-                "first so that it is the default client.") from exc
-    if not isinstance(client, distributed.Client):
-        raise InvalidInputError(
-            f"client must be a distributed.Client, got {type(client).__name__}.")
-    return client
+    return resolve_client(client, "DaskDesign")
 
 
 def _as_dask_array(X, n_slots: int, name: str):
@@ -347,15 +331,9 @@ class DaskDesign(LinearDesign):
 
     @functools.cached_property
     def sync_seconds(self) -> float:
-        """Seconds of one synchronization with the cluster: the median of three round trips of
-        a no-op task (measured once; ~11 ms on a local cluster here, most of it dask's message
-        batching)."""
-        times = []
-        for _ in range(3):
-            start = time.perf_counter()
-            self._client.submit(_noop, pure=False).result()
-            times.append(time.perf_counter() - start)
-        return float(np.median(times))
+        """Seconds of one synchronization with the cluster (measured once:
+        :func:`~ssl_opt.operators._cluster.sync_seconds`)."""
+        return sync_seconds(self._client)
 
     def product_seconds(self) -> float:
         """Predicted seconds of one product pair ``X̃p``, ``X̃ᵀq`` (a CGLS iteration) and the

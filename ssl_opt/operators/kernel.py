@@ -29,12 +29,12 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_int, check_positive
 from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare, kernel_diagonal
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.operators.symmetric import SymmetricOperator
 
 #: Default cap on the memory of the kernel tiles in flight (all threads together).
 DEFAULT_BUDGET = 256 * 2**20
@@ -42,11 +42,9 @@ DEFAULT_BUDGET = 256 * 2**20
 TILE_ROWS, TILE_BYTES = 128, 2 * 2**20
 #: Seconds per kernel entry and thread of a product (RBF, tiles in cache), by precision.
 ENTRY_SECONDS = {"float64": 2.8e-9, "float32": 1.6e-9}
-#: ``to_dense`` refuses above this many bytes unless told otherwise.
-DENSE_LIMIT = 2 * 2**30
 
 
-class KernelOperator(LinearOperator):
+class KernelOperator(SymmetricOperator):
     """The n×n kernel matrix of the rows of ``X`` as a products-only operator.
 
     Parameters
@@ -166,21 +164,6 @@ class KernelOperator(LinearOperator):
                 list(pool.map(work, blocks))
         return out
 
-    def _matvec(self, v: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(v, (-1, 1)))[:, 0]
-
-    def _rmatvec(self, v: np.ndarray) -> np.ndarray:
-        return self._matvec(v)
-
-    def _rmatmat(self, V: np.ndarray) -> np.ndarray:
-        return self._matmat(V)
-
-    def _adjoint(self) -> KernelOperator:
-        return self
-
-    def _transpose(self) -> KernelOperator:
-        return self
-
     # ------------------------------------------------------------------ what solvers ask for
     def diagonal(self) -> np.ndarray:
         """``diag(K)`` in O(n·d): ones for RBF, ``‖x_i‖²`` (linear), ``(s‖x_i‖² + c₀)^p``."""
@@ -192,20 +175,6 @@ class KernelOperator(LinearOperator):
         return np.vstack([self._block(rows, idx).astype(np.float64)
                           for rows in self._blocks()]) if idx.size else np.zeros(
             (self.shape[0], 0))
-
-    def rows(self, idx) -> np.ndarray:
-        """``K[idx, :]`` (len(idx) × n, float64; K is symmetric)."""
-        return self.columns(idx).T
-
-    def to_dense(self, max_bytes: float = DENSE_LIMIT) -> np.ndarray:
-        """K as a dense float64 array — refused above ``max_bytes`` (default 2 GiB)."""
-        need = 8.0 * self.shape[0] ** 2
-        if need > max_bytes:
-            raise InvalidInputError(
-                f"a dense K of n = {self.shape[0]} takes {need / 2**30:.1f} GiB, above "
-                f"max_bytes = {max_bytes / 2**30:.1f} GiB; keep the operator (products only: "
-                "solver='pcg') or raise max_bytes.")
-        return self.columns(np.arange(self.shape[0]))
 
     def product_seconds(self, columns: int = 1) -> float:
         """Predicted seconds of ``K @ V`` with ``columns`` columns: ``n²`` kernel entries

@@ -32,24 +32,22 @@ from functools import cached_property
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt._validation import check_int, check_positive
 from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare, kernel_diagonal
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.operators.symmetric import SymmetricOperator
 
 #: Eigenvalues of W below this fraction of the largest are dropped (W⁺ is a pseudo-inverse).
 DEFAULT_RCOND = 1e-10
 #: Rows of X per block when Φ is built or new points are mapped (bounds the n×m temporaries).
 BLOCK_BYTES = 64 * 2**20
-#: ``to_dense`` refuses above this many bytes unless told otherwise.
-DENSE_LIMIT = 2 * 2**30
 #: Seconds per multiply-add of a product ``Φ(Φᵀv)`` on this 2-core machine (memory bound:
 #: Φ is streamed twice), measured at n = 10⁵-10⁶, r = 100-500.
 MADD_SECONDS = 4e-10
 
 
-class NystromOperator(LinearOperator):
+class NystromOperator(SymmetricOperator):
     """The Nyström approximation ``K̃ = ΦΦᵀ`` of the kernel matrix of the rows of ``X``.
 
     Parameters
@@ -64,6 +62,8 @@ class NystromOperator(LinearOperator):
         products accumulate in float64).
     **params : the kernel's parameters (``sigma``; ``degree``, ``coef0``, ``scale``).
     """
+
+    dense_hint = "solver='lowrank-newton' or 'pcg'"
 
     def __init__(self, X, kind: str = "rbf", landmarks=100, seed: int | None = 0,
                  rcond: float = DEFAULT_RCOND, dtype=np.float64, **params):
@@ -124,21 +124,6 @@ class NystromOperator(LinearOperator):
         self.products += V.shape[1]
         return np.asarray(Phi @ inner, dtype=np.float64)
 
-    def _matvec(self, v: np.ndarray) -> np.ndarray:
-        return self._matmat(np.reshape(v, (-1, 1)))[:, 0]
-
-    def _rmatvec(self, v: np.ndarray) -> np.ndarray:
-        return self._matvec(v)
-
-    def _rmatmat(self, V: np.ndarray) -> np.ndarray:
-        return self._matmat(V)
-
-    def _adjoint(self) -> NystromOperator:
-        return self
-
-    def _transpose(self) -> NystromOperator:
-        return self
-
     # ------------------------------------------------------------------ what solvers ask for
     def diagonal(self) -> np.ndarray:
         """``diag(K̃) = ‖φ_i‖²`` (≤ ``diag K``)."""
@@ -150,20 +135,6 @@ class NystromOperator(LinearOperator):
         idx = np.atleast_1d(np.asarray(idx, dtype=np.int64))
         Phi = self.factor
         return np.asarray(Phi @ Phi[idx].T, dtype=np.float64)
-
-    def rows(self, idx) -> np.ndarray:
-        """``K̃[idx, :]`` (K̃ is symmetric)."""
-        return self.columns(idx).T
-
-    def to_dense(self, max_bytes: float = DENSE_LIMIT) -> np.ndarray:
-        """K̃ as a dense float64 array — refused above ``max_bytes`` (default 2 GiB)."""
-        need = 8.0 * self.shape[0] ** 2
-        if need > max_bytes:
-            raise InvalidInputError(
-                f"a dense K̃ of n = {self.shape[0]} takes {need / 2**30:.1f} GiB, above "
-                f"max_bytes = {max_bytes / 2**30:.1f} GiB; keep the operator (solver="
-                "'lowrank-newton' or 'pcg') or raise max_bytes.")
-        return self.columns(np.arange(self.shape[0]))
 
     def product_seconds(self, columns: int = 1) -> float:
         """Predicted seconds of ``K̃ @ V``: ``2nr`` multiply-adds per column, memory bound."""

@@ -64,7 +64,7 @@ def test_misuse_is_a_clear_error(client):
     X = np.zeros((10, 2))
     with pytest.raises(InvalidInputError, match="client"):
         DaskKernelOperator(X, "rbf", client=object())
-    with pytest.raises(InvalidInputError, match="client: no distributed.Client"):
+    with pytest.raises(InvalidInputError, match="needs a dask.distributed Client"):
         DaskKernelOperator(X, "rbf")  # the module's client is not the default one
     op = DaskKernelOperator(X + np.arange(10)[:, None], "rbf", client=client)
     import pickle

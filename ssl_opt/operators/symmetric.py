@@ -1,0 +1,53 @@
+"""What every symmetric n×n operator of this package shares: ``Kᵀ = K`` and the guarded dense
+copy, so a kernel operator only defines its products (``_matmat``) and ``columns(idx)``."""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.sparse.linalg import LinearOperator
+
+from ssl_opt.exceptions import InvalidInputError
+
+#: ``to_dense`` refuses above this many bytes unless told otherwise.
+DENSE_LIMIT = 2 * 2**30
+
+
+class SymmetricOperator(LinearOperator):
+    """A symmetric ``LinearOperator`` (float64 products) that gives its columns.
+
+    Subclasses define ``_matmat(V)`` and ``columns(idx)``; ``dense_hint`` names what to use
+    instead of a dense copy in the refusal of :meth:`to_dense`."""
+
+    dense_hint = "products only: solver='pcg'"
+
+    def _matvec(self, v: np.ndarray) -> np.ndarray:
+        return self._matmat(np.reshape(v, (-1, 1)))[:, 0]
+
+    def _rmatvec(self, v: np.ndarray) -> np.ndarray:
+        return self._matvec(v)
+
+    def _rmatmat(self, V: np.ndarray) -> np.ndarray:
+        return self._matmat(V)
+
+    def _adjoint(self) -> SymmetricOperator:
+        return self
+
+    def _transpose(self) -> SymmetricOperator:
+        return self
+
+    def columns(self, idx) -> np.ndarray:
+        raise NotImplementedError
+
+    def rows(self, idx) -> np.ndarray:
+        """``K[idx, :]`` (len(idx) × n, float64; K is symmetric)."""
+        return self.columns(idx).T
+
+    def to_dense(self, max_bytes: float = DENSE_LIMIT) -> np.ndarray:
+        """The matrix as a dense float64 array — refused above ``max_bytes`` (2 GiB)."""
+        need = 8.0 * self.shape[0] ** 2
+        if need > max_bytes:
+            raise InvalidInputError(
+                f"a dense K of n = {self.shape[0]} takes {need / 2**30:.1f} GiB, above "
+                f"max_bytes = {max_bytes / 2**30:.1f} GiB; keep the operator "
+                f"({self.dense_hint}) or raise max_bytes.")
+        return self.columns(np.arange(self.shape[0]))
