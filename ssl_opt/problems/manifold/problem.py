@@ -55,6 +55,9 @@ PRODUCT_SOLVER_VECTORS = 24
 #: Seconds per entry of one product with a stored dense K (memory bound; measured 2.7e-10 at
 #: n = 10,000 on this 2-core machine, benchmarks/bench_scaling.py (a)).
 DENSE_PRODUCT_SECONDS = 2.7e-10
+#: Seconds of a PCG iteration besides its product (the L product, vector updates, the line
+#: search; ~1e-4 s measured at n = 250 here): the cost models' time is products plus this.
+ITERATION_SECONDS = 1e-4
 #: Variant keys that differ from the loss's name: LapRLS is "squared" in the shipped cost models
 #: (ssl_opt/data/cost_models.json) and docs/bench.
 VARIANT_NAMES = {"square": "squared"}
@@ -257,9 +260,10 @@ class LapSVM(Problem):
         """Selection's time of ``solver``, from the cost model's ``modeled`` seconds (fitted on
         stored dense K, whose product costs ``DENSE_PRODUCT_SECONDS·n²``). For an operator
         that predicts its own product (``product_seconds()``, a :class:`KernelOperator`): a
-        products-only solver's time scales by the ratio of the two products (PCG is product
-        bound); any other solver adds forming K once (every kernel entry computed once: about one
-        product's work). Returns ``(seconds, note)``."""
+        products-only solver's time is read as iterations of a stored K's product plus
+        ``ITERATION_SECONDS``, and each product is swapped for the operator's. Any other
+        solver adds forming K once (the operator's ``dense_seconds()``, else one product's
+        work: every kernel entry computed once). Returns ``(seconds, note)``."""
         product = getattr(self.K, "product_seconds", None) if self.kernel_is_operator else None
         access = getattr(solver, "kernel_access", "dense")
         if (product is None or "K_dense" in vars(self) or modeled != modeled
@@ -267,9 +271,14 @@ class LapSVM(Problem):
             return modeled, ""
         per_product = float(product())
         if access == "products":
-            ratio = per_product / (DENSE_PRODUCT_SECONDS * self.n**2)
-            return modeled * ratio, (f"each product costs ~{per_product:.3g} s on the operator, "
-                                     f"{ratio:.3g}× a stored K's")
+            # The model's time is iterations × (a stored K's product + the rest of an
+            # iteration): swap the product, keep the rest.
+            dense = DENSE_PRODUCT_SECONDS * self.n**2
+            iterations = modeled / (dense + ITERATION_SECONDS)
+            ratio = per_product / dense
+            return modeled + iterations * (per_product - dense), (
+                f"each product costs ~{per_product:.3g} s on the operator, {ratio:.3g}× a "
+                "stored K's")
         # Forming K: the operator's own estimate (a Nyström K̃ is an n×n×r GEMM), else every
         # kernel entry computed once, about one product's work.
         dense = getattr(self.K, "dense_seconds", None)
