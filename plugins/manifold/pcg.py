@@ -4,8 +4,9 @@ Minimizes ``J(α, b)`` (docs/design.md §4.1) for any smooth margin loss (square
 Huber, logistic, ...). The preconditioner ``P = diag(1, K)`` is never inverted: the
 preconditioned gradient is ``∇̂ = [∇_b; v]`` with ``v = ½J_Lᵀ(y∘φ'(m)) + γ_A α + γ_I L f`` and
 the gradient is ``∇ = P ∇̂ = [∇_b; K v]``. Directions follow Polak–Ribière,
-``ρ = max(∇ᵀ(∇̂ − ∇̂_old) / ∇_oldᵀ∇̂_old, 0)`` (automatic restart), and the step is the exact
-line search of §3.2.1.
+``ρ = max(∇ᵀ(∇̂ − ∇̂_old) / ∇_oldᵀ∇̂_old, 0)`` (automatic restart), with Powell's restart
+``ρ = 0`` when ``|∇ᵀ∇̂_old| ≥ 0.2·∇ᵀ∇̂`` (conjugacy lost: on ill-conditioned instances PR+ alone
+stalled at ‖∇J‖ ~ 1e-6), and the step is the exact line search of §3.2.1.
 
 Cost per iteration: one product ``K v`` and one ``L f_d``. ``Kα`` and ``K d`` are carried by
 the recursions ``Kα += s·Kd`` and ``Kd = −Kv + ρ·Kd`` (refreshed every ``refresh`` iterations
@@ -37,6 +38,10 @@ from ssl_opt.plugins.manifold.iterates import (
 from ssl_opt.problems.manifold.problem import PRODUCT_SOLVER_VECTORS, LapSVM
 from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
+
+#: Powell's restart test: successive preconditioned gradients far from orthogonal
+#: (|∇ᵀ∇̂_old| ≥ POWELL·∇ᵀ∇̂) mean the directions lost conjugacy, and PCG restarts.
+POWELL = 0.2
 
 
 class PCG(Solver):
@@ -130,7 +135,10 @@ class PCG(Solver):
             v, g_b = problem.preconditioned_gradient(alpha, f, Lf)
             Kv = problem.K_dot(v)
             num = float(Kv @ v + g_b * g_b)
-            rho = max((num - float(Kv @ v_old) - g_b * g_b_old) / num_old, 0.0) if num_old else 0.0
+            Kv_v_old = float(Kv @ v_old)
+            rho = max((num - Kv_v_old - g_b * g_b_old) / num_old, 0.0) if num_old else 0.0
+            if abs(Kv_v_old + g_b * g_b_old) >= POWELL * num:  # |∇ᵀ∇̂_old|
+                rho = 0.0  # conjugacy lost (Powell's test): restart along −∇̂
             num_old = num
             d_a = -v + rho * d_a
             d_b = -g_b + rho * d_b

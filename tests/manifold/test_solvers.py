@@ -265,3 +265,20 @@ def test_stability_rule_stops_where_the_authors_count_says(count):
         d_old = d
     assert sol.status == EARLY_STOPPED and sol.iterations == expected
     assert expected == {"changed": 24, "paper": 36}[count]  # the two readings part here
+
+
+def test_pcg_restarts_where_conjugacy_is_lost():
+    """An instance hypothesis found (γ_A = 1e-4, unnormalized L): without Powell's restart
+    PCG's directions lose conjugacy and it stops at max_iter with ‖∇J‖ ~ 1e-6; with it PCG
+    reaches Newton's optimum."""
+    from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
+    from ssl_opt.datasets.synthetic import gaussian_blobs
+
+    data = gaussian_blobs(n=39, n_labeled=9, d=2, seed=5280)
+    K = rbf_kernel(data.X, sigma=1.0)
+    L = graph_laplacian_from_data(data.X, n_neighbors=5, normalized=False)
+    problem = LapSVM(K, L, data.y, 10**-3.9999999999999996, 10**-1.8984375)
+    pcg = ssl_opt.solve(problem, solver="pcg")
+    newton = ssl_opt.solve(problem, solver="newton")
+    assert pcg.status == OPTIMAL
+    assert _rel(pcg.objective, newton.objective) < 1e-8
