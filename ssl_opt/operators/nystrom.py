@@ -170,7 +170,8 @@ class NystromOperator(SymmetricOperator):
         rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(2)[1])
         S = np.arange(n) if s >= n else np.sort(rng.choice(n, size=s, replace=False))
         K_SS = self._kernel(self.X[S], **self.params)
-        E = K_SS - self.columns(S)[S]
+        Phi_S = np.asarray(self.factor[S], dtype=np.float64)
+        E = K_SS - Phi_S @ Phi_S.T  # the s×s block only (K̃[:, S] would be n×s)
         norm = float(np.linalg.norm(K_SS, 2))
         return {
             "rank": self.rank,
