@@ -32,9 +32,8 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_int, check_positive
-from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare, kernel_diagonal
-from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.operators.symmetric import SymmetricOperator
+from ssl_opt.builders.kernels import KERNELS, _prepare, kernel_diagonal
+from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_arguments
 
 #: Default cap on the memory of the kernel tiles in flight (all threads together).
 DEFAULT_BUDGET = 256 * 2**20
@@ -61,16 +60,7 @@ class KernelOperator(SymmetricOperator):
     def __init__(self, X, kind: str = "rbf", dtype=np.float64,
                  memory_budget: float = DEFAULT_BUDGET, threads: int | None = None,
                  **params):
-        if kind not in KERNELS:
-            raise InvalidInputError(f"kind must be one of {sorted(KERNELS)}, got {kind!r}.")
-        unknown = set(params) - _KERNEL_PARAMS[kind]
-        if unknown:
-            raise InvalidInputError(
-                f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: "
-                f"{sorted(_KERNEL_PARAMS[kind]) or 'none'}.")
-        dtype = np.dtype(dtype)
-        if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
-            raise InvalidInputError(f"dtype must be float64 or float32, got {dtype}.")
+        dtype = check_kernel_arguments(kind, params, dtype)
         Xm, _, _ = _prepare(X, None)
         self.kind, self.params = kind, dict(params)
         if kind == "rbf":

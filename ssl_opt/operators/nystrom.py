@@ -34,9 +34,9 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ssl_opt._validation import check_int, check_positive
-from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS, _prepare, kernel_diagonal
+from ssl_opt.builders.kernels import KERNELS, _prepare, kernel_diagonal
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.operators.symmetric import SymmetricOperator
+from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_arguments
 
 #: Eigenvalues of W below this fraction of the largest are dropped (W⁺ is a pseudo-inverse).
 DEFAULT_RCOND = 1e-10
@@ -67,16 +67,7 @@ class NystromOperator(SymmetricOperator):
 
     def __init__(self, X, kind: str = "rbf", landmarks=100, seed: int | None = 0,
                  rcond: float = DEFAULT_RCOND, dtype=np.float64, **params):
-        if kind not in KERNELS:
-            raise InvalidInputError(f"kind must be one of {sorted(KERNELS)}, got {kind!r}.")
-        unknown = set(params) - _KERNEL_PARAMS[kind]
-        if unknown:
-            raise InvalidInputError(
-                f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: "
-                f"{sorted(_KERNEL_PARAMS[kind]) or 'none'}.")
-        dtype = np.dtype(dtype)
-        if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
-            raise InvalidInputError(f"dtype must be float64 or float32, got {dtype}.")
+        dtype = check_kernel_arguments(kind, params, dtype)
         self.rcond = check_positive(rcond, "rcond")
         Xm, _, _ = _prepare(X, None)
         self.kind, self.params = kind, dict(params)
