@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.solution import History, Solution
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 
 
 def initial_point(problem, warm_start) -> tuple[np.ndarray, float]:
@@ -30,6 +30,27 @@ def manifold_solution(solver, alpha, b, objective, status, iterations, history: 
         history=history,
         info=info,
     )
+
+
+def newton_stop(history: History, it: int, max_iter: int, step: float, error_set, new_set,
+                gnorm: float, target: float, floor: float, piecewise_quadratic: bool):
+    """The status that ends a Newton iteration of the family [000 §3.1], or None to go on.
+
+    ``OPTIMAL`` when ``gnorm ≤ target``, or for a piecewise-quadratic loss when a full step
+    left the error set unchanged (finite convergence); ``MAX_ITERATIONS`` at ``max_iter``;
+    at the round-off floor (the objective, last in ``history``, no lower than three steps
+    before) ``OPTIMAL`` if ``gnorm ≤ floor`` (√tol-relative), else ``STALLED``. Same rule as
+    PCG's."""
+    finite = (piecewise_quadratic and it > 0 and step == 1.0
+              and error_set is not None and np.array_equal(new_set, error_set))
+    if gnorm <= target or finite:
+        return OPTIMAL
+    if it >= max_iter:
+        return MAX_ITERATIONS
+    objective = history["objective"]
+    if it > 0 and len(history) > 3 and objective[-1] >= objective[-4]:
+        return OPTIMAL if gnorm <= floor else STALLED
+    return None
 
 
 def check_curvature(d_a, Kd, f_d, Lf_d, scales: tuple[float, float]) -> None:

@@ -23,10 +23,11 @@ from ssl_opt.plugins.manifold.iterates import (
     check_curvature,
     initial_point,
     manifold_solution,
+    newton_stop,
 )
 from ssl_opt.plugins.manifold.reduced_system import ReducedSystem, dense_kernel_refusal
 from ssl_opt.problems.manifold.problem import LapSVM
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.solution import MAX_ITERATIONS, History, Solution
 from ssl_opt.solvers import Option, Solver
 
 
@@ -81,16 +82,10 @@ class Newton(Solver):
             new_set = np.flatnonzero(m < 1.0)
             history.append(iteration=it, objective=obj, grad_norm=gnorm / problem.gradient_scale,
                            step=s, error_vectors=new_set.size, time=time.perf_counter() - start)
-            finite = (piecewise_quadratic and it > 0 and s == 1.0
-                      and error_set is not None and np.array_equal(new_set, error_set))
-            if gnorm <= target or finite:
-                status = OPTIMAL
-                break
-            if it >= max_iter:
-                break
-            if it > 0 and len(history) > 3 and obj >= history["objective"][-4]:
-                # No decrease in three steps: round-off floor. Same rule as PCG.
-                status = OPTIMAL if gnorm <= np.sqrt(tol) * problem.gradient_scale else STALLED
+            stop = newton_stop(history, it, max_iter, s, error_set, new_set, gnorm, target,
+                               np.sqrt(tol) * problem.gradient_scale, piecewise_quadratic)
+            if stop is not None:
+                status = stop
                 break
             it += 1
             error_set = new_set
