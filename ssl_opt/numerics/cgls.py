@@ -29,6 +29,21 @@ class CGLSResult:
     residual: float  # ‖X̃ᵀCb − (λI + X̃ᵀCX̃)β‖ / ‖X̃ᵀCb‖
 
 
+def stopping_targets(omega: float, rhs_norm: float, tol: float,
+                     forcing: float) -> tuple[float, float]:
+    """``(tight, target)`` on ``ω = ‖r‖²`` from the start residual: ``tight = (tol·‖X̃ᵀCb‖)²``
+    is convergence; ``target = max(tight, η²ω₀)`` with the Eisenstat–Walker-style forcing
+    ``η = min(forcing, √(‖r₀‖/‖X̃ᵀCb‖))`` (loose while far) ends an inexact step."""
+    tight = (tol * rhs_norm) ** 2
+    eta = min(forcing, np.sqrt(np.sqrt(omega) / rhs_norm))
+    return tight, max(tight, eta**2 * omega)
+
+
+def iteration_cap(dim: int, max_iter: int | None) -> int:
+    """``max_iter``, or ``10·dim + 1000`` when None."""
+    return 10 * dim + 1000 if max_iter is None else int(max_iter)
+
+
 def cgls(design: LinearDesign, C: np.ndarray, b: np.ndarray, lam: float, beta0: np.ndarray,
          outputs0: np.ndarray | None = None, tol: float = 1e-6,
          max_iter: int | None = None, forcing: float = 0.0) -> CGLSResult:
@@ -47,14 +62,11 @@ def cgls(design: LinearDesign, C: np.ndarray, b: np.ndarray, lam: float, beta0: 
     if rhs_norm == 0.0:
         return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
     omega = float(r @ r)
-    tight = (tol * rhs_norm) ** 2
-    # Eisenstat–Walker-style forcing term: loose while far (relative residual large).
-    eta = min(forcing, np.sqrt(np.sqrt(omega) / rhs_norm))
-    target = max(tight, eta**2 * omega)
+    tight, target = stopping_targets(omega, rhs_norm, tol, forcing)
     if omega <= target:
         return CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
     p = r.copy()
-    cap = 10 * design.dim + 1000 if max_iter is None else int(max_iter)
+    cap = iteration_cap(design.dim, max_iter)
     k = 0
     while k < cap:
         k += 1

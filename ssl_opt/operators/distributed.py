@@ -62,7 +62,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.numerics.cgls import CGLSResult
+from ssl_opt.numerics.cgls import CGLSResult, iteration_cap, stopping_targets
 from ssl_opt.operators._cluster import resolve_client, sync_seconds
 from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 
@@ -465,13 +465,11 @@ class DaskDesign(LinearDesign):
         if rhs_norm == 0.0:
             return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
         omega = float(r @ r)
-        tight = (tol * rhs_norm) ** 2
-        eta = min(forcing, np.sqrt(np.sqrt(omega) / rhs_norm))
-        target = max(tight, eta**2 * omega)
+        tight, target = stopping_targets(omega, rhs_norm, tol, forcing)
         if omega <= target:
             return CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
         p = r.copy()
-        cap = 10 * self.dim + 1000 if max_iter is None else int(max_iter)
+        cap = iteration_cap(self.dim, max_iter)
         k = 0
         while k < cap:
             k += 1
