@@ -24,16 +24,6 @@ LAM = 1e-2
 
 
 @pytest.fixture(scope="module")
-def client():
-    # In-process workers start in milliseconds; memory_limit=0: no pausing on the test
-    # process's own memory. Not the default client: tests that need one say so.
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0", memory_limit=0) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as c:
-        yield c
-
-
-@pytest.fixture(scope="module")
 def text():
     return synthetic_text(60, 30, nnz_per_row=6, n_labeled=10, seed=1)
 

@@ -5,7 +5,6 @@ CVXPY reference)."""
 
 from __future__ import annotations
 
-import distributed
 import numpy as np
 import pytest
 
@@ -14,14 +13,6 @@ from ssl_opt.builders import kernel_matrix, knn_graph, laplacian
 from ssl_opt.datasets import two_moons
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.operators import DaskKernelOperator
-
-
-@pytest.fixture(scope="module")
-def client():
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
-                                  dashboard_address=":0", memory_limit=0) as cluster, \
-            distributed.Client(cluster, set_as_default=False) as c:
-        yield c
 
 
 @pytest.mark.parametrize("kind,params", [("rbf", {"sigma": 0.7}),
