@@ -33,7 +33,7 @@ import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 
-from ssl_opt._validation import check_int, check_positive
+from ssl_opt._validation import as_float_matrix, check_int, check_positive
 from ssl_opt.builders.kernels import KERNELS, _prepare, kernel_diagonal
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_arguments
@@ -87,7 +87,7 @@ class NystromOperator(SymmetricOperator):
         self.map = U[:, keep] / np.sqrt(lam[keep])
         self.rank = int(keep.sum())
         self.block_dtype = dtype
-        self.factor = self.features(Xm).astype(dtype, copy=False)
+        self.factor = self._features(Xm).astype(dtype, copy=False)
         self.products = 0  # columns multiplied so far (instrumentation)
         super().__init__(dtype=np.float64, shape=(n, n))
 
@@ -95,11 +95,15 @@ class NystromOperator(SymmetricOperator):
     def features(self, X_new) -> np.ndarray:
         """``φ(x) = k(x, Z) U_r Λ_r^{-1/2}`` for the rows of ``X_new`` (float64, k × r), so
         that a decision function ``K̃α + b`` extends to new points as ``φ(x)ᵀ(Φᵀα) + b``."""
-        Xn, _, _ = _prepare(X_new, None)
+        Xn = as_float_matrix(X_new, "X_new")
         if Xn.shape[1] != self.Z.shape[1]:
             raise InvalidInputError(
                 f"X_new must have {self.Z.shape[1]} columns like the training X, got "
                 f"{Xn.shape[1]}.")
+        return self._features(Xn)
+
+    def _features(self, Xn) -> np.ndarray:
+        """``k(Xn, Z) U_r Λ_r^{-1/2}`` for validated rows, in blocks of ``BLOCK_BYTES``."""
         rows = max(1, BLOCK_BYTES // (8 * max(1, self.Z.shape[0])))
         out = np.empty((Xn.shape[0], self.rank))
         for start in range(0, Xn.shape[0], rows):

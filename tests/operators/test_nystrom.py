@@ -126,3 +126,19 @@ def test_bad_arguments_are_refused(data):
         op.to_dense(max_bytes=1000)
     with pytest.raises(InvalidInputError, match="columns"):
         op.features(np.zeros((2, 4)))
+
+
+def test_bad_data_is_refused_and_the_callers_x_is_not_modified(data):
+    X = data[0].copy()
+    before = X.copy()
+    op = NystromOperator(X, "rbf", landmarks=20, sigma=1.0)
+    op @ np.ones(X.shape[0])
+    np.testing.assert_array_equal(X, before)
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(InvalidInputError, match="X"):
+        NystromOperator(bad, "rbf", landmarks=20)
+    with pytest.raises(InvalidInputError, match="X"):
+        NystromOperator(X + 1j, "rbf", landmarks=20)
+    with pytest.raises(InvalidInputError, match="X_new"):
+        op.features(np.zeros(5))
