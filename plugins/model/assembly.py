@@ -256,6 +256,7 @@ class KernelReduction:
         self.alpha: slice | None = None
         self.key: tuple | None = None
         self.quadratic: dict[int, float] = {}  # term index → ρ (its Hessian is ρ·C)
+        self._constant: tuple[np.ndarray, np.ndarray] | None = None  # (free others, A_const)
         self._detect(model)
 
     @property
@@ -291,16 +292,39 @@ class KernelReduction:
     def direction(self, hessians, pulled_core: np.ndarray, grad: np.ndarray, theta: np.ndarray,
                   free: np.ndarray) -> np.ndarray:
         """The Newton direction; ``pulled_core`` is ``u`` (the gradient before the core, in
-        α's flat shape), ``grad`` the full gradient (for the other variables)."""
-        mids = self.assembler.mids(hessians, skip=self.quadratic)
-        C = self.assembler._cores[self.key]
+        α's flat shape), ``grad`` the full gradient (for the other variables). The part of the
+        reduced matrix from terms with a constant Hessian (``M_const C + ρI``: the graph
+        quadratic's ``LK``, squared errors) is built once per free set and reused."""
         a = self.alpha
         n, N = a.stop - a.start, self.assembler.N
         others = np.setdiff1d(free, np.arange(a.start, a.stop))
         position = np.full(N, -1)  # row/column of each entry of θ in the reduced system
         position[a] = np.arange(n)
         position[others] = n + np.arange(others.size)
-        A = np.zeros((n + others.size,) * 2)
+        terms = self.assembler.terms
+        constant = {i for i, t in enumerate(terms) if getattr(t, "constant_hessian", False)}
+        if self._constant is None or not np.array_equal(self._constant[0], others):
+            A = np.zeros((n + others.size,) * 2)
+            skip = set(self.quadratic) | (set(range(len(terms))) - constant)
+            self._add(A, self.assembler.mids(hessians, skip=skip), position, n)
+            A[np.arange(n), np.arange(n)] += sum(self.quadratic.values())
+            self._constant = (others, A)
+        A = self._constant[1].copy()
+        self._add(A, self.assembler.mids(hessians, skip=set(self.quadratic) | constant),
+                  position, n)
+        rhs = np.concatenate([pulled_core + sum(self.quadratic.values()) * theta[a],
+                              grad[others]])
+        step = la.lu_solve(la.lu_factor(A, check_finite=False), -rhs, check_finite=False)
+        d = np.zeros(N)
+        d[a] = step[:n]
+        d[others] = step[n:]
+        return d
+
+    def _add(self, A: np.ndarray, mids: dict, position: np.ndarray, n: int) -> None:
+        """Add the blocks ``mids`` (:meth:`HessianAssembler.mids`) to the reduced matrix A,
+        with the core C applied on α's columns."""
+        C = self.assembler._cores[self.key]
+        a = self.alpha
         for (kb, ka), (b, p, mid) in mids.items():
             for rows, cols, M in [(b, p, mid)] + ([(p, b, mid.T)] if kb != ka else []):
                 block = _product(M, C) if cols.block == a else M
@@ -311,14 +335,6 @@ class KernelReduction:
                 r, c = position[rows.block], position[cols.block]
                 keep_r, keep_c = r >= 0, c >= 0
                 A[np.ix_(r[keep_r], c[keep_c])] += block[np.ix_(keep_r, keep_c)]
-        A[np.arange(n), np.arange(n)] += sum(self.quadratic.values())
-        rhs = np.concatenate([pulled_core + sum(self.quadratic.values()) * theta[a],
-                              grad[others]])
-        step = la.lu_solve(la.lu_factor(A, check_finite=False), -rhs, check_finite=False)
-        d = np.zeros(N)
-        d[a] = step[:n]
-        d[others] = step[n:]
-        return d
 
     def pulled_core(self, gradients) -> np.ndarray:
         """``u = Σ_k P_kᵀ∇h_k`` over the α parts through the core (``gradients``: each

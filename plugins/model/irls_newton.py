@@ -26,10 +26,14 @@ floor) and δ is divided by ``delta_factor``; the next stage starts from the fit
 **Stopping, never early.** From ``δ ≤ CHECK_DELTA·σ²`` every stage end is a candidate, with
 the Richardson extrapolation of the last two stage ends and, on sparse models, the kink-set
 polish (:mod:`ssl_opt.plugins.model.kink_polish`: the exact minimizer with the groups at
-their kink held at zero). A candidate is returned ``optimal`` once the model's own certificate
-passes at ``tol``; it is checked cheaply first — the kink slack ``Σ (g(z) − ⟨u, z⟩)``, then the
-certificate at multipliers whose kink entries are refined by sparse least squares — and by the
-certificate's own minimization only when that is within ``FULL_CHECK·tol``. Below
+their kink held at zero; on a kernel expansion, where they cannot be held at zero, the Huber
+polish holds them within ε of their kink, inside the certificate's kink tolerance). A
+candidate is returned ``optimal`` once the model's own certificate passes at ``tol``; it is
+checked cheaply first — the kink slack ``Σ (g(z) − ⟨u, z⟩)``, then the certificate at
+multipliers whose kink entries are refined by sparse least squares — and by the
+certificate's own minimization only when that is within ``FULL_CHECK·tol`` and predicted to
+cost less than another stage (``2·CHECK_ITERS`` gradients against the last stage's Newton
+steps at their measured cost; at the lowest δ it always runs). Below
 ``delta_floor·σ²`` or after ``max_iter`` steps the best iterate is returned ``stalled`` /
 ``max_iterations``.
 
@@ -65,13 +69,19 @@ from ssl_opt.plugins.model.common import (
     check_user_terms,
     directional_slope,
     exact_step,
+    gradient_seconds,
     lacking,
     linear_part,
     model_solution,
     start_point,
     worst,
 )
-from ssl_opt.plugins.model.kink_polish import kink_sets, polish, refine_multipliers
+from ssl_opt.plugins.model.kink_polish import (
+    huber_polish,
+    kink_sets,
+    polish,
+    refine_multipliers,
+)
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option
 
@@ -185,8 +195,6 @@ class IRLSNewton(ModelSolver):
         a dense step costs ``N³/3e10 + 1e-8·N² + 5 ms`` (LU or Cholesky at ~30 Gflop/s with
         the assembly), a sparse one ``2.5e-9·E^1.3`` with E the Hessian's predicted entries
         (QDLDL with AMD fill on kNN graphs); 40 steps with norm terms, 8 without."""
-        from ssl_opt.plugins.model.common import gradient_seconds
-
         N = float(problem.size)
         entries = predicted_entries(problem, problem.terms)
         steps = STEPS_NONSMOOTH if problem.nonsmooth_terms else STEPS_SMOOTH
@@ -221,8 +229,13 @@ class _Run:
         # No kink polish on a kernel expansion: its kink sets are numerically inconsistent
         # with f ∈ range(K) (measured: LapSVM + TV, the multipliers of the fused edges grow
         # without bound) or leave K's null directions free (LapRLS + ℓ1 on α).
-        self.polish_tries = 0 if _kernel_sized(model) else POLISH_TRIES
+        # There the Huber polish (kink groups held within ε of their kink, not at 0) is tried.
+        self.huber_polish = _kernel_sized(model)
+        self.polish_tries = 0 if self.huber_polish else POLISH_TRIES
         self.checks, self.last_cert = 0, {}
+        #: Predicted seconds of the certificate's own minimization (CHECK_ITERS gradients of
+        #: the maps, twice): at a stage end it runs only when another stage would cost more.
+        self.full_check_seconds = 2 * CHECK_ITERS * gradient_seconds(model, model.terms)
 
     def log(self, message: str) -> None:
         if self.verbose:
@@ -307,15 +320,24 @@ class _Run:
             else:
                 polished[0][self.fixed] = self.fixed_values
                 out.insert(0, (*polished, "polished"))
+        if self.huber_polish and delta <= POLISH_DELTA * sigma**2:
+            before = stage_ends[-2][1] if len(stage_ends) >= 2 else None
+            found = huber_polish(self.model, self.terms, self.rough_ids, theta, delta,
+                                 multipliers, self.newton, self.free, self.tol, before)
+            if found is not None:
+                point, rough = found
+                point[self.fixed] = self.fixed_values
+                out.insert(0, (point, _with_fixed(self.model, point, rough), "huber polish"))
         if len(stage_ends) >= 2 and stage_ends[-2][0] > 2.0 * delta:
             point, mults = _extrapolate(self.model, stage_ends[-2], stage_ends[-1])
             point[self.fixed] = self.fixed_values
             out.append((point, mults, "extrapolated"))
         return out
 
-    def certified(self, point, multipliers, kind) -> list | None:
+    def certified(self, point, multipliers, kind, full: bool = True) -> list | None:
         """The multipliers that certify ``point`` (checked cheaply first: the kink slack, then
-        the certificate at refined multipliers, then its own minimization), or None."""
+        the certificate at refined multipliers, then — when ``full`` — its own minimization),
+        or None."""
         model, tol = self.model, self.tol
         if not np.all(np.isfinite(point)):
             return None
@@ -329,7 +351,7 @@ class _Run:
         multipliers = _with_fixed(model, point, rough)
         cert = certificate_check(model, x, multipliers, 0)
         self.log(f"  at the multipliers {cert}")
-        if tol < worst(cert) <= FULL_CHECK * tol:
+        if full and tol < worst(cert) <= FULL_CHECK * tol:
             cert = certificate_check(model, x, multipliers, CHECK_ITERS)
             self.log(f"  certificate {cert}")
         self.checks, self.last_cert = self.checks + 1, cert
@@ -349,6 +371,7 @@ class _Run:
         stage_ends: list[tuple[float, np.ndarray, list]] = []
         result, endpoint = None, "best iterate"
         previous, stalls, stage_best, floor_steps = np.inf, 0, np.inf, 0
+        stage_steps, step_seconds = 0, 0.0
         while True:
             phi, grad, scale, zs, smoothed, gradients = self.evaluate(theta, delta)
             stat = float(np.max(np.abs(grad[free]), initial=0.0)) / scale
@@ -388,9 +411,11 @@ class _Run:
                                                    grad)
                 stage_ends.append((delta, theta.copy(), multipliers))
                 if delta <= CHECK_DELTA * sigma**2:
+                    full = delta <= lowest or self.full_check_seconds <= (
+                        stage_steps * step_seconds / max(it, 1))
                     for point, mults, kind in self.candidates(theta, delta, multipliers,
                                                               stage_ends, sigma):
-                        certified = self.certified(point, mults, kind)
+                        certified = self.certified(point, mults, kind, full)
                         if certified is not None:
                             status, result, endpoint = OPTIMAL, (point, certified), kind
                             break
@@ -405,11 +430,15 @@ class _Run:
                                      self.fixed_values, self.smoothed_value)
                 delta = new_delta
                 previous, stalls, stage_best, floor_steps = np.inf, 0, np.inf, 0
+                stage_steps = 0
                 continue
             if it >= max_iter:
                 break
+            step_start = time.perf_counter()
             theta, step = self.step(theta, zs, smoothed, grad, gradients, phi, delta)
+            step_seconds += time.perf_counter() - step_start
             it += 1
+            stage_steps += 1
         point, multipliers = (best, None) if result is None else result
         newton = self.newton
         info = {"delta": delta, "sigma": sigma, "certificate_checks": self.checks,

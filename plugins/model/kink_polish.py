@@ -18,7 +18,8 @@ smoothed multipliers. Once λ has settled (``z_Z = 0``) a group whose ``‖λ_g�
 ``w_g`` leaves Z and a group that reached 0 joins it (active-set corrections, ``ROUNDS``
 updates in all) — the vector-group generalization of ``plugins/ere/polish.py`` (scalar groups,
 one linear solve). The caller certifies the point. Not used on kernel expansions (see
-``irls_newton``). :func:`refine_multipliers` serves every candidate the solver checks.
+``irls_newton``): there :func:`huber_polish` holds the kink groups within ε of their kink
+instead. :func:`refine_multipliers` serves every candidate the solver checks.
 """
 
 from __future__ import annotations
@@ -145,11 +146,11 @@ def polish(model, terms, rough_ids, theta: np.ndarray, delta: float, system, fre
     return None
 
 
-def _newton(model, terms, objects, theta, system, free, tol):
+def _newton(model, terms, objects, theta, system, free, tol, inner: int = INNER):
     """Newton on the augmented Lagrangian to a stationarity below ``tol/10`` (or its
-    round-off floor)."""
+    round-off floor), at most ``inner`` steps."""
     previous, best = np.inf, np.inf
-    for _ in range(INNER):
+    for _ in range(inner):
         values = model.unpack_flat(theta)
         zs = [t.argument.value(values) for t in terms]
         grad, gradients, scale, value = np.zeros(model.size), [], 0.0, 0.0
@@ -180,7 +181,7 @@ def _newton(model, terms, objects, theta, system, free, tol):
     return theta
 
 
-__all__ = ["KAPPA", "kink_sets", "polish", "refine_multipliers"]
+__all__ = ["KAPPA", "huber_polish", "kink_sets", "polish", "refine_multipliers"]
 
 
 def refine_multipliers(model, terms, rough_ids, theta: np.ndarray, multipliers: list, system,
@@ -301,3 +302,88 @@ def refine_multipliers(model, terms, rough_ids, theta: np.ndarray, multipliers: 
         flat[cols] = lam[bounds[k]:bounds[k + 1]]
         out[k] = flat.reshape(rough[k].shape)
     return out
+
+
+# ------------------------------------------------------------------------------------------
+# The Huber polish: kink groups held within ε of their kink (kernel expansions).
+
+#: The Huber zone's radius relative to max(1, the term's kink scale): a tenth of the
+#: certificate's kink tolerance (1e-6), so that a group inside it counts as at its kink.
+HUBER_EPS = 1e-7
+#: Active-set rounds, and Newton steps per round after the first (which takes one: a kink set
+#: far off shows at once, for one factorization).
+HUBER_ROUNDS = 4
+HUBER_INNER = 4
+#: A round that moves more than this share of the kink set (or 2 groups) gives up.
+HUBER_MOVES = 0.1
+#: A kink group shrinks like √δ between stage ends (by 1/√10 at the default factor): groups
+#: that shrank by less than SHRINK stay out of the starting set.
+SHRINK = 0.7
+
+
+def huber_polish(model, terms, rough_ids, theta: np.ndarray, delta: float, multipliers,
+                 system, free, tol: float, before: np.ndarray | None = None):
+    r"""The minimizer of the problem with each norm term's kink groups ``Z`` smoothed as
+    ``w‖z‖²/(2ε)`` (inside the Huber zone, ε = ``HUBER_EPS``·max(1, kink scale)) and the other
+    groups exact: ``(θ, multipliers)`` when the set is consistent, else None.
+
+    On a kernel expansion the kink groups cannot be held at 0 (:func:`polish`: ``f ∈
+    range(K)``), but they need not be: the certificate counts a group within its kink
+    tolerance as at the kink, and a group inside the Huber zone has the multiplier
+    ``u = w z/ε`` inside its ball. With the set fixed the problem is piecewise quadratic near
+    the stage end, so a few Newton steps (:func:`_newton`, on :class:`_Restricted` with λ = 0
+    and stiffness w/ε) reach it; a group whose ``‖u‖`` exceeds ``w`` leaves the set, one that
+    reached the zone joins it. ``before`` (the previous stage end) removes from the starting
+    set the groups that do not shrink like √δ (small but away from their kink).
+    """
+    sets = kink_sets(model, theta, delta, multipliers)
+    if sets is None:
+        return None
+    rough = [t for t in terms if id(t) in rough_ids]
+    zs = model.arguments(model.unpack_flat(theta), rough)
+    if before is not None:
+        earlier = model.arguments(model.unpack_flat(before), rough)
+        for k, (t, z, z0) in enumerate(zip(rough, zs, earlier, strict=True)):
+            _, size, _ = t.norm_structure()
+            now = np.linalg.norm(np.reshape(z, (-1, size)), axis=1)
+            then = np.linalg.norm(np.reshape(z0, (-1, size)), axis=1)
+            sets[k] = (sets[k][0] & (now <= SHRINK * then), sets[k][1])
+    # The kink slack of a group inside the zone is w‖z‖(1 − ‖z‖/ε) ≤ wε/4: ε is also capped
+    # so that the set's slack stays below a tenth of tol·max(1, |F|) (the solver's check).
+    budget = 0.4 * tol * max(1.0, abs(model.objective(model.unpack_flat(theta))))
+    total_w = sum(float(np.sum(t.norm_structure()[0][fused])) for t, (fused, _) in
+                  zip(rough, sets, strict=True))
+    pieces = {}
+    for t, z, (fused, _) in zip(rough, zs, sets, strict=True):
+        w, size, _ = t.norm_structure()
+        eps = min(HUBER_EPS * max(1.0, t.kink_scale(z)), budget / max(total_w, 1e-300))
+        pieces[id(t)] = _Restricted(t, fused, np.zeros((fused.size, size)),
+                                    np.where(w > 0, w / eps, 1.0), SMOOTH_REST * delta)
+    objects = [pieces.get(id(t), t) for t in terms]
+    point = theta.copy()
+    for round_ in range(HUBER_ROUNDS):
+        point = _newton(model, terms, objects, point, system, free, tol,
+                        1 if round_ == 0 else HUBER_INNER)
+        if point is None or not np.all(np.isfinite(point)):
+            return None
+        zs = model.arguments(model.unpack_flat(point), rough)
+        out, changed = [], False
+        for t, z in zip(rough, zs, strict=True):
+            piece = pieces[id(t)]
+            Z = piece._rows(z)
+            norms = np.linalg.norm(Z, axis=1)
+            inner = piece.c[:, None] * Z
+            exact = piece.w[:, None] * Z / np.maximum(norms, 1e-300)[:, None]
+            u = np.where(piece.fused[:, None], inner, exact) + 2.0 * piece.rho * Z
+            out.append(u.reshape(np.shape(z)))
+            leave = piece.fused & (np.linalg.norm(inner, axis=1) > piece.w * (1 + 1e-7))
+            join = ~piece.fused & (norms * piece.c <= piece.w)
+            moves = int(leave.sum() + join.sum())
+            if moves > max(2, HUBER_MOVES * piece.fused.sum()):
+                return None  # the kink set is far off: left to a later stage
+            if moves:
+                changed = True
+                piece.fused = (piece.fused & ~leave) | join
+        if not changed:
+            return point, out
+    return None

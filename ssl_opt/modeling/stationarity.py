@@ -62,12 +62,12 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
         return [t.project_subgradient(z, u, tau)
                 for t, z, u, tau in zip(free, zs, us, tols, strict=True)]
 
-    lipschitz = _norm_squared(pull, push, [np.zeros(t.shape) for t in free])
-    step = 1.0 / max(lipschitz, 1e-300)
     u = project(start)
     best_u, best = u, _sup(fixed + pull(u))
     if max_iter == 0:  # the residual at the given multipliers only: an upper bound
         return _finish(out, model, free, best_u, best, fixed_scale)
+    lipschitz = _norm_squared(pull, push, [np.zeros(t.shape) for t in free])
+    step = 1.0 / max(lipschitz, 1e-300)
     y, t_k, previous = u, 1.0, np.inf
     for it in range(max_iter):
         r = fixed + pull(y)
