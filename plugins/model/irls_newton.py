@@ -192,18 +192,20 @@ class IRLSNewton(ModelSolver):
     def predicted_time(self, problem) -> float:
         """Steps × (one factorization + the step's products) + the certificate checks; the
         constants fitted on the modelling variants (docs/modeling.md) on this 2-core machine:
-        a dense step costs ``N³/3e10 + 1e-8·N² + 5 ms`` (LU or Cholesky at ~30 Gflop/s with
-        the assembly), a sparse one ``2.5e-9·E^1.3`` with E the Hessian's predicted entries
+        a dense step costs ``N³/3e10 + 1e-8·N² + 2.5 ms`` (LU or Cholesky at ~30 Gflop/s with
+        the assembly; refitted at n = 60..1,000 after the Huber polish, 2026-11-24), a sparse one ``2.5e-9·E^1.3`` with E the Hessian's predicted entries
         (QDLDL with AMD fill on kNN graphs); 40 steps with norm terms, 8 without."""
         N = float(problem.size)
         entries = predicted_entries(problem, problem.terms)
         steps = STEPS_NONSMOOTH if problem.nonsmooth_terms else STEPS_SMOOTH
-        if entries > DENSE_FRACTION * N**2 and N <= DENSE_MAX_UNKNOWNS:
-            per_step = N**3 / 3e10 + 1e-8 * N**2 + 5e-3
+        dense = entries > DENSE_FRACTION * N**2 and N <= DENSE_MAX_UNKNOWNS
+        if dense:
+            per_step = N**3 / 3e10 + 1e-8 * N**2 + 2.5e-3
         else:  # with the kink polish, sparse models took 10-26 steps
             steps /= 2
             per_step = 2.5e-9 * entries**1.3 + 1e-3
-        checks = 2 * CHECK_ITERS * gradient_seconds(problem, problem.terms)
+        # The certificate's own minimization now runs only when cheaper than another stage.
+        checks = (1 if dense else 2) * CHECK_ITERS * gradient_seconds(problem, problem.terms)
         return 1e-3 + steps * per_step + checks
 
     def _run(self, model: Model, tol, max_iter, delta0, delta_factor, delta_floor,
