@@ -44,9 +44,9 @@ GRIDS = {
     "linear_logistic_enet": (200, 1000, 4000, 16000, 40000),
     "lass_entropy": (150, 600, 2400, 8000, 20000),
     "lass_l1_graph": (150, 600, 2400, 8000, 20000),
-    "ere_group": (60, 200, 600, 1500, 4000),
-    "ere_huber": (60, 200, 600, 1500, 4000),
-    "multiclass_laprls": (90, 250, 500, 1000, 1500),
+    "ere_group": (60, 200, 600, 1500, 4000, 10000),
+    "ere_huber": (60, 200, 600, 1500, 4000, 10000),
+    "multiclass_laprls": (90, 250, 500, 1000, 1500, 2500, 3500),
     "multiclass_simplex": (90, 250, 500, 1000, 1500),
 }
 
@@ -115,6 +115,12 @@ def family_rows(quick: bool) -> None:
     cases += [(label, problem, family_solver, "irls-newton")
               for label, problem, family_solver, _ in list(cases)
               if label not in ("LASS", "LinearSVM")]
+    # The split ADMM (quadratic + prox terms, one factorization) on LASS, the separable IRLS
+    # (one row-level factorization for the c columns) on ERE.
+    others = {"LASS": "admm-split", "ERE": "irls-mm"}
+    cases += [(label, problem, family_solver, others[label])
+              for label, problem, family_solver, _ in list(cases)
+              if label in others and _ != "irls-newton"]
     for label, problem, family_solver, generic in cases:
         model = problem.as_model()
         log(f"{label}: {family_solver} direct / lowered / {generic} ...")

@@ -193,8 +193,9 @@ class IRLSNewton(ModelSolver):
         """Steps × (one factorization + the step's products) + the certificate checks; the
         constants fitted on the modelling variants (docs/modeling.md) on this 2-core machine:
         a dense step costs ``N³/3e10 + 1e-8·N² + 2.5 ms`` (LU or Cholesky at ~30 Gflop/s with
-        the assembly; refitted at n = 60..1,000 after the Huber polish, 2026-11-24), a sparse one ``2.5e-9·E^1.3`` with E the Hessian's predicted entries
-        (QDLDL with AMD fill on kNN graphs); 40 steps with norm terms, 8 without."""
+        the assembly; refitted at n = 60..1,000 after the Huber polish, 2026-11-24), a
+        sparse one ``2.5e-9·E^1.3`` with E the Hessian's predicted entries (QDLDL with AMD
+        fill on kNN graphs); 40 steps with norm terms, 8 without."""
         N = float(problem.size)
         entries = predicted_entries(problem, problem.terms)
         steps = STEPS_NONSMOOTH if problem.nonsmooth_terms else STEPS_SMOOTH
