@@ -257,6 +257,8 @@ class KernelReduction:
         self.key: tuple | None = None
         self.quadratic: dict[int, float] = {}  # term index → ρ (its Hessian is ρ·C)
         self._constant: tuple[np.ndarray, np.ndarray] | None = None  # (free others, A_const)
+        self._constant_terms = {i for i, t in enumerate(assembler.terms)
+                                if getattr(t, "constant_hessian", False)}
         self._detect(model)
 
     @property
@@ -302,7 +304,7 @@ class KernelReduction:
         position[a] = np.arange(n)
         position[others] = n + np.arange(others.size)
         terms = self.assembler.terms
-        constant = {i for i, t in enumerate(terms) if getattr(t, "constant_hessian", False)}
+        constant = self._constant_terms
         if self._constant is None or not np.array_equal(self._constant[0], others):
             A = np.zeros((n + others.size,) * 2)
             skip = set(self.quadratic) | (set(range(len(terms))) - constant)

@@ -39,6 +39,34 @@ def stopping_targets(omega: float, rhs_norm: float, tol: float,
     return tight, max(tight, eta**2 * omega)
 
 
+@dataclass
+class CGLSStart:
+    """The start of a CGLS solve from ``X̃ᵀ[C(b − X̃β₀), Cb]``: the residual ``r₀``, ``ω₀ =
+    ‖r₀‖²``, ``‖X̃ᵀCb‖``, the :func:`stopping_targets`, and ``result`` when β₀ already meets
+    them (or ``X̃ᵀCb = 0``: β = 0) — shared by the in-memory and the distributed CGLS."""
+
+    r: np.ndarray
+    omega: float
+    rhs_norm: float
+    tight: float
+    target: float
+    result: CGLSResult | None
+
+
+def cgls_start(beta: np.ndarray, both: np.ndarray, lam: float, tol: float,
+               forcing: float) -> CGLSStart:
+    """:class:`CGLSStart` from ``both = X̃ᵀ[C(b − X̃β), Cb]`` (dim × 2)."""
+    r = both[:, 0] - lam * beta
+    rhs_norm = float(np.linalg.norm(both[:, 1]))
+    if rhs_norm == 0.0:
+        return CGLSStart(r, 0.0, 0.0, 0.0, 0.0, CGLSResult(np.zeros_like(beta), 0, True, 0.0))
+    omega = float(r @ r)
+    tight, target = stopping_targets(omega, rhs_norm, tol, forcing)
+    done = (CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
+            if omega <= target else None)
+    return CGLSStart(r, omega, rhs_norm, tight, target, done)
+
+
 def iteration_cap(dim: int, max_iter: int | None) -> int:
     """``max_iter``, or ``10·dim + 1000`` when None."""
     return 10 * dim + 1000 if max_iter is None else int(max_iter)
@@ -57,14 +85,11 @@ def cgls(design: LinearDesign, C: np.ndarray, b: np.ndarray, lam: float, beta0: 
     o = design.matvec(beta) if outputs0 is None else outputs0
     z = C * (b - o)
     both = design.rmatvec(np.column_stack([z, C * b]))  # residual and right-hand side, one pass
-    r = both[:, 0] - lam * beta
-    rhs_norm = float(np.linalg.norm(both[:, 1]))
-    if rhs_norm == 0.0:
-        return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
-    omega = float(r @ r)
-    tight, target = stopping_targets(omega, rhs_norm, tol, forcing)
-    if omega <= target:
-        return CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
+    start = cgls_start(beta, both, lam, tol, forcing)
+    if start.result is not None:
+        return start.result
+    r, omega, rhs_norm, tight, target = (start.r, start.omega, start.rhs_norm, start.tight,
+                                         start.target)
     p = r.copy()
     cap = iteration_cap(design.dim, max_iter)
     k = 0

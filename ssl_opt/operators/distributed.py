@@ -62,7 +62,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.numerics.cgls import CGLSResult, iteration_cap, stopping_targets
+from ssl_opt.numerics.cgls import CGLSResult, cgls_start, iteration_cap
 from ssl_opt.operators._cluster import resolve_client, sync_seconds
 from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 
@@ -459,15 +459,11 @@ class DaskDesign(LinearDesign):
         t = self.traffic
         t.cgls_solves += 1
         rows = self._send_rows(np.asarray(C, dtype=np.float64), np.asarray(b, dtype=np.float64))
-        both = self._start(rows, beta, outputs0)
-        r = both[:, 0] - lam * beta
-        rhs_norm = float(np.linalg.norm(both[:, 1]))
-        if rhs_norm == 0.0:
-            return CGLSResult(np.zeros_like(beta), 0, True, 0.0)
-        omega = float(r @ r)
-        tight, target = stopping_targets(omega, rhs_norm, tol, forcing)
-        if omega <= target:
-            return CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
+        start = cgls_start(beta, self._start(rows, beta, outputs0), lam, tol, forcing)
+        if start.result is not None:
+            return start.result
+        r, omega, rhs_norm, tight, target = (start.r, start.omega, start.rhs_norm, start.tight,
+                                             start.target)
         p = r.copy()
         cap = iteration_cap(self.dim, max_iter)
         k = 0

@@ -176,21 +176,30 @@ def test_elastic_net_on_a_fused_chain_matches_the_reference():
     assert ssl_opt.certify(model, sol, reference=ref).passed
 
 
+def _with_and_without_polish(monkeypatch, model, module, switch: str, endpoint: str,
+                             rel: float):
+    """irls-newton on ``model`` as is and with ``module.switch = 0`` (the polish off): both
+    optimal, at the reference's objective (``rel``) and certified; the polish ends the first
+    solve, in fewer Newton steps. Returns the polished solution."""
+    ref = ssl_opt.solve(model, solver="cvxpy")
+    polished = ssl_opt.solve(model, solver="irls-newton")
+    monkeypatch.setattr(module, switch, 0)
+    plain = ssl_opt.solve(model, solver="irls-newton")
+    assert polished.info["endpoint"] == endpoint
+    assert plain.info["endpoint"] != endpoint
+    for sol in (polished, plain):
+        assert sol.status == OPTIMAL
+        assert abs(sol.objective - ref.objective) <= rel * max(1.0, abs(ref.objective))
+        assert ssl_opt.certify(model, sol, reference=ref).passed
+    assert polished.iterations < plain.iterations
+    return polished
+
+
 def test_kink_polish_returns_the_certified_point(monkeypatch):
     import ssl_opt.plugins.model.irls_newton as module
 
-    model = variants.ere_huber(100)
-    ref = ssl_opt.solve(model, solver="cvxpy")
-    polished = ssl_opt.solve(model, solver="irls-newton")
-    monkeypatch.setattr(module, "POLISH_TRIES", 0)
-    plain = ssl_opt.solve(model, solver="irls-newton")
-    assert polished.info["endpoint"] == "polished"
-    assert plain.info["endpoint"] != "polished"
-    for sol in (polished, plain):
-        assert sol.status == OPTIMAL
-        assert abs(sol.objective - ref.objective) <= 1e-7 * max(1.0, abs(ref.objective))
-        assert ssl_opt.certify(model, sol, reference=ref).passed
-    assert polished.iterations < plain.iterations
+    _with_and_without_polish(monkeypatch, variants.ere_huber(100), module, "POLISH_TRIES",
+                             "polished", 1e-7)
 
 
 def test_huber_polish_certifies_a_kernel_model_earlier(monkeypatch):
@@ -201,17 +210,8 @@ def test_huber_polish_certifies_a_kernel_model_earlier(monkeypatch):
     import ssl_opt.plugins.model.kink_polish as polish_module
 
     model = variants.lapsvm_tv(250)
-    ref = ssl_opt.solve(model, solver="cvxpy")
-    polished = ssl_opt.solve(model, solver="irls-newton")
-    monkeypatch.setattr(polish_module, "HUBER_ROUNDS", 0)
-    plain = ssl_opt.solve(model, solver="irls-newton")
-    assert polished.info["endpoint"] == "huber polish"
-    assert plain.info["endpoint"] != "huber polish"
-    for sol in (polished, plain):
-        assert sol.status == OPTIMAL
-        assert abs(sol.objective - ref.objective) <= 1e-8 * max(1.0, abs(ref.objective))
-        assert ssl_opt.certify(model, sol, reference=ref).passed
-    assert polished.iterations < plain.iterations
+    polished = _with_and_without_polish(monkeypatch, model, polish_module, "HUBER_ROUNDS",
+                                        "huber polish", 1e-8)
     tv = model.nonsmooth_terms[0]
     K = model.terms[1].M  # the RKHS norm's kernel
     f = K @ polished.x["alpha"] + polished.x["b"]
