@@ -241,6 +241,17 @@ def greater_than(bound: float):
     return check
 
 
+def between(low: float, high: float):
+    """A real option strictly inside ``(low, high)``."""
+    def check(value, name: str) -> float:
+        value = check_real(value, name)
+        if not low < value < high:
+            raise InvalidInputError(f"{name} must be in ({low:g}, {high:g}), got {value!r}.")
+        return value
+    check.__doc__ = f"a real number in ({low:g}, {high:g})"
+    return check
+
+
 def choice(*choices):
     """An option that takes one of ``choices``."""
     def check(value, name: str):

@@ -68,7 +68,7 @@ import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ssl_opt._validation import check_bool, check_positive, integer
+from ssl_opt._validation import between, check_bool, check_positive, integer, optional
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.expressions import Broadcast, Compose, Identity, MatMul, Rows, Scale
@@ -535,10 +535,11 @@ class ADMMSplit(ModelSolver):
         "max_iter": Option(20_000, "iterations at most (status MAX_ITERATIONS beyond)",
                            integer(1)),
         "check_every": Option(5, "iterations between residual checks", integer(1)),
-        "rho": Option(None, "initial penalty ρ (None: RHO_SCALE × tr(∇²F)/tr(Σ A_kᵀA_k))"),
+        "rho": Option(None, "initial penalty ρ (None: RHO_SCALE × tr(∇²F)/tr(Σ A_kᵀA_k))",
+                      optional(check_positive)),
         "adaptive_rho": Option(True, "adapt ρ to balance the residuals (refactorizes)",
                                check_bool),
-        "relaxation": Option(RELAXATION, "over-relaxation α in (0, 2)", check_positive),
+        "relaxation": Option(RELAXATION, "over-relaxation α in (0, 2)", between(0.0, 2.0)),
         "anderson": Option(5, "memory of the safeguarded Anderson extrapolation of the "
                            "iteration (0: plain ADMM)", integer(0)),
         "warm_start": Option(None, "a previous Solution (its multipliers start the duals) or "

@@ -13,6 +13,7 @@ import scipy.sparse as sp
 from scipy.optimize import lsq_linear
 
 import ssl_opt
+from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling import Model, Variable, variants
 from ssl_opt.modeling.terms import (
     L1,
@@ -186,3 +187,13 @@ def test_lass_entropy_keeps_mirror():
 def test_predicted_time_is_finite_and_small(name, size):
     model = variants.VARIANTS[name](size)
     assert 0.0 < SOLVER.predicted_time(model) < 1.0
+
+
+@pytest.mark.parametrize("options,named", [
+    ({"rho": float("nan")}, "rho"), ({"rho": -1.0}, "rho"), ({"relaxation": 2.0}, "relaxation"),
+    ({"relaxation": 0.0}, "relaxation"), ({"tol": float("inf")}, "tol"),
+    ({"check_every": 0}, "check_every")])
+def test_bad_options_are_refused_by_name(options, named):
+    model = variants.lass_l1_graph(30)
+    with pytest.raises(InvalidInputError, match=named):
+        ssl_opt.solve(model, solver="admm-split", **options)
