@@ -1,5 +1,6 @@
 """The reference backend: build the exact convex program with CVXPY, solve it with an
-interior-point solver chosen explicitly (Clarabel by default; SCS on request for large SDPs).
+interior-point solver (Clarabel by default; SCS or OSQP on request), retrying along other paths
+when a solve ends short of optimal (``reference/attempts.py``).
 
 Each family contributes a *formulation*: ``build(problem) -> (cp.Problem, handles)`` and
 ``recover(problem, handles) -> dict of variables``. The solver looks the problem type up in its
@@ -13,21 +14,11 @@ from dataclasses import dataclass, field
 
 import cvxpy as cp
 
-from ssl_opt._validation import check_bool, greater_than, instance_of, optional
+from ssl_opt._validation import check_bool, greater_than, instance_of, integer, optional
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.reference.attempts import Outcome, solve_until_optimal
 from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver, lacking_capabilities
-
-#: Tighter than Clarabel's 1e-8 defaults: the reference is the ground truth of certificates.
-DEFAULT_SOLVER_OPTIONS = {
-    "CLARABEL": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10},
-    "SCS": {"eps_abs": 1e-9, "eps_rel": 1e-9, "max_iters": 200_000},
-    "OSQP": {"eps_abs": 1e-10, "eps_rel": 1e-10, "max_iter": 1_000_000, "polishing": True},
-}
-
-
-#: How each CVXPY solver names its wall-clock limit in seconds.
-TIME_LIMIT_KEYS = {"CLARABEL": "time_limit", "SCS": "time_limit_secs", "OSQP": "time_limit"}
 
 
 def installed_cvxpy_solver(value, name: str) -> str:
@@ -55,14 +46,18 @@ class CvxpyReference(Solver):
     backend = "reference"
     tolerance_family = "reference"
     options = {
-        "cvxpy_solver": Option("CLARABEL", "CVXPY solver name (CLARABEL, SCS, ...)",
-                               installed_cvxpy_solver),
+        "cvxpy_solver": Option(None, "CVXPY solver name (CLARABEL, SCS, OSQP, ...); None: "
+                               "Clarabel, then SCS if no Clarabel path ends optimal",
+                               optional(installed_cvxpy_solver)),
         "verbose": Option(False, "print the solver's log", check_bool),
         "solver_options": Option(None, "dict of options passed to the CVXPY solver",
                                  optional(instance_of(dict))),
-        "time_limit": Option(None, "wall-clock limit in seconds for CLARABEL, SCS or OSQP "
-                             "(the solve then fails with status 'user_limit')",
+        "time_limit": Option(None, "wall-clock limit in seconds for CLARABEL, SCS or OSQP, "
+                             "retries included (the solve then fails with status 'user_limit')",
                              optional(greater_than(0))),
+        "retries": Option(None, "attempts along other solver paths after a solve that ends "
+                          "short of optimal (None: every one of reference/attempts.py; 0: none)",
+                          optional(integer(0))),
     }
 
     def __init__(self, name: str, formulations: list[Formulation], description: str,
@@ -95,50 +90,45 @@ class CvxpyReference(Solver):
         n = problem.structure.sizes.get("n", 0)
         return 2e-2 + 3e-9 * n**3  # interior point on the dense primal QP, measured order
 
-    def _solve(self, problem, cvxpy_solver, verbose, solver_options, time_limit) -> Solution:
+    def _solve(self, problem, cvxpy_solver, verbose, solver_options, time_limit,
+               retries) -> Solution:
         form = self._formulation(problem)
         prog, handles = form.build(problem)
-        kwargs = dict(DEFAULT_SOLVER_OPTIONS.get(cvxpy_solver, {}))
-        if time_limit is not None and cvxpy_solver in TIME_LIMIT_KEYS:
-            kwargs[TIME_LIMIT_KEYS[cvxpy_solver]] = float(time_limit)
-        kwargs.update(solver_options or {})
-        try:
-            prog.solve(solver=cvxpy_solver, verbose=verbose, **kwargs)
-        except cp.error.SolverError as exc:
-            return _failed(problem, f"{cvxpy_solver} failed: {exc}")
-        if prog.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-            return _failed(problem, f"{cvxpy_solver} returned status {prog.status!r}")
-        x = form.recover(problem, handles)
-        stats = prog.solver_stats
+        outcome = solve_until_optimal(prog, cvxpy_solver, solver_options,
+                                      recover=lambda: form.recover(problem, handles),
+                                      time_limit=time_limit, retries=retries, verbose=verbose)
+        if outcome.attempt is None:
+            return _failed(problem, outcome.reason, outcome)
         return Solution(
-            x=x,
+            x=outcome.value,
             objective=float("nan"),
-            status=OPTIMAL if prog.status == cp.OPTIMAL else INACCURATE,
-            iterations=int(getattr(stats, "num_iters", 0) or 0),
+            status=OPTIMAL if outcome.optimal else INACCURATE,
+            iterations=outcome.stats["iterations"],
             time=0.0,
             backend=self.backend,
             solver=self.name,
             info={
-                "cvxpy_status": prog.status,
-                "cvxpy_value": float(prog.value),
-                "cvxpy_solver": cvxpy_solver,
-                "solve_time": getattr(stats, "solve_time", None),
-                "duality_gap": _duality_gap(stats),
+                "cvxpy_status": outcome.status,
+                "cvxpy_value": outcome.objective,
+                **attempt_info(outcome),
+                "solve_time": outcome.stats["solve_time"],
+                "duality_gap": outcome.stats["duality_gap"],
             },
         )
 
 
-def _duality_gap(stats) -> float | None:
-    """|primal − dual| objective reported by Clarabel, when available."""
-    extra = getattr(stats, "extra_stats", None)
-    p, d = getattr(extra, "obj_val", None), getattr(extra, "obj_val_dual", None)
-    if p is None or d is None:
-        return None
-    return abs(float(p) - float(d))
+def attempt_info(outcome: Outcome) -> dict:
+    """What a solution reports of the ladder: the solver and attempt that produced it and the
+    outcome of every attempt made (``reference/attempts.py``)."""
+    chosen = outcome.attempt
+    return {"cvxpy_solver": chosen.solver if chosen else None,
+            "attempt": chosen.label if chosen else None,
+            "attempts": outcome.attempts}
 
 
-def _failed(problem, reason: str) -> Solution:
+def _failed(problem, reason: str, outcome: Outcome | None = None) -> Solution:
     import numpy as np
 
     x = {k: np.full(shape, np.nan) for k, shape in problem.variables.items()}
-    return Solution(x, float("nan"), FAILED, 0, 0.0, "reference", "", info={"reason": reason})
+    info = {"reason": reason, **(attempt_info(outcome) if outcome else {})}
+    return Solution(x, float("nan"), FAILED, 0, 0.0, "reference", "", info=info)

@@ -19,13 +19,8 @@ import cvxpy as cp
 import numpy as np
 
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
-from ssl_opt.reference.cvxpy_solver import (
-    DEFAULT_SOLVER_OPTIONS,
-    CvxpyReference,
-    Formulation,
-    _failed,
-    installed_cvxpy_solver,
-)
+from ssl_opt.reference.attempts import solve_until_optimal
+from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation, _failed
 from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -88,9 +83,11 @@ class ExhaustiveTSVM(Solver):
     description = ("Global optimum of TSVM (and of DA's T = 0 target) for u <= 12: every "
                    "balanced labeling solved exactly by CVXPY (one DPP program).")
     options = {
-        "cvxpy_solver": Option("CLARABEL", "CVXPY solver for each labeling's L2-SVM",
-                               installed_cvxpy_solver),
+        "cvxpy_solver": Option(None, "CVXPY solver for each labeling's L2-SVM (None: "
+                               "Clarabel, then SCS if no Clarabel path ends optimal)",
+                               CvxpyReference.options["cvxpy_solver"].check),
         "solver_options": CvxpyReference.options["solver_options"],
+        "retries": CvxpyReference.options["retries"],
     }
 
     def missing(self, problem) -> list[str]:
@@ -109,7 +106,7 @@ class ExhaustiveTSVM(Solver):
         return 0.01 * comb(problem.u, problem.n_pos)
 
 
-    def _solve(self, problem, cvxpy_solver, solver_options) -> Solution:
+    def _solve(self, problem, cvxpy_solver, solver_options, retries) -> Solution:
         design, l = problem.design, problem.l
         w, b = _weights(design)
         o = _outputs(design.X, w, b)
@@ -119,24 +116,21 @@ class ExhaustiveTSVM(Solver):
                      + problem.lam_u * cp.sum_squares(cp.pos(1 - cp.multiply(y_u, o[l:])))
                      / (2 * problem.u))
         prog = cp.Problem(cp.Minimize(objective))
-        kwargs = dict(DEFAULT_SOLVER_OPTIONS.get(cvxpy_solver, {}))
-        kwargs.update(solver_options or {})
-        best, values, inaccurate = None, [], 0
+        best, values, inaccurate, retried = None, [], 0, 0
         for positives in combinations(range(problem.u), problem.n_pos):
             labels = -np.ones(problem.u)
             labels[list(positives)] = 1.0
             y_u.value = labels
-            try:
-                prog.solve(solver=cvxpy_solver, **kwargs)
-            except cp.error.SolverError as exc:
-                return _failed(problem, f"{cvxpy_solver} failed: {exc}")
-            if prog.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE):
-                return _failed(problem, f"{cvxpy_solver} returned {prog.status!r}")
-            inaccurate += prog.status != cp.OPTIMAL
-            values.append(float(prog.value))
+            outcome = solve_until_optimal(prog, cvxpy_solver, solver_options,
+                                          recover=lambda: _stack(w, b), retries=retries)
+            if outcome.attempt is None:
+                return _failed(problem, outcome.reason, outcome)
+            inaccurate += not outcome.optimal
+            retried += len(outcome.attempts) > 1
+            values.append(outcome.objective)
             if best is None or values[-1] < best[0]:
-                best = (values[-1], labels, _stack(w, b))
-        _, labels, w_best = best
+                best = (values[-1], labels, outcome.value, outcome.attempt.solver)
+        _, labels, w_best, best_solver = best
         x = {"w": w_best}
         if isinstance(problem, DAS3VM):
             x.update(p=(labels > 0).astype(float), T=np.array(0.0))
@@ -147,7 +141,9 @@ class ExhaustiveTSVM(Solver):
                         len(values), 0.0, self.backend, self.name,
                         info={"labelings": len(values),
                               "second_best": float(ordered[1]) if len(values) > 1 else None,
-                              "cvxpy_solver": cvxpy_solver})
+                              "cvxpy_solver": best_solver,
+                              "labelings_retried": retried,
+                              "labelings_inaccurate": inaccurate})
 
 
 def _count(u: int, k: int) -> str:
