@@ -15,10 +15,12 @@ gives an inexact Newton step), or after ``max_iter`` iterations; ``converged`` m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ssl_opt.problems.linear.design import LinearDesign
+if TYPE_CHECKING:
+    from ssl_opt.problems.linear.design import LinearDesign
 
 
 @dataclass

@@ -95,15 +95,3 @@ def is_dask_array(X) -> bool:
     module = sys.modules.get("dask.array")
     return module is not None and isinstance(X, module.Array)
 
-
-def as_design(X, bias: bool) -> LinearDesign:
-    """``X`` itself when it is a design already (shared, with its own bias), a
-    :class:`~ssl_opt.operators.DaskDesign` on the default ``distributed.Client`` for a dask
-    array, otherwise ``LinearDesign(X, bias)``."""
-    if isinstance(X, LinearDesign):
-        return X
-    if is_dask_array(X):
-        from ssl_opt.operators.distributed import DaskDesign
-
-        return DaskDesign(X, bias)
-    return LinearDesign(X, bias)

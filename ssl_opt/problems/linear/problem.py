@@ -36,7 +36,7 @@ from ssl_opt._validation import (
 from ssl_opt.components import MarginLoss, SquaredHinge
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import NonConvexProblem, Problem, Structure
-from ssl_opt.problems.linear.design import LinearDesign, as_design
+from ssl_opt.problems.linear.design import LinearDesign, is_dask_array
 from ssl_opt.solvers import Option
 
 #: The L2 loss of the whole family [001 eq. 2]: MFN's CGLS steps and break-point line search
@@ -47,6 +47,19 @@ L2_LOSS: MarginLoss = SquaredHinge()
 #: n-vectors a linear solver keeps on the client when X is distributed (outputs, CGLS's z,
 #: labels, costs, temporaries).
 CLIENT_VECTORS = 12
+
+
+def as_design(X, bias: bool) -> LinearDesign:
+    """``X`` itself when it is a design already (shared, with its own bias), a
+    :class:`~ssl_opt.operators.DaskDesign` on the default ``distributed.Client`` for a dask
+    array, otherwise ``LinearDesign(X, bias)``."""
+    if isinstance(X, LinearDesign):
+        return X
+    if is_dask_array(X):
+        from ssl_opt.operators.distributed import DaskDesign
+
+        return DaskDesign(X, bias)
+    return LinearDesign(X, bias)
 
 
 class _DesignCosts:

@@ -31,8 +31,6 @@ class BoundaryReduction:
     """
 
     def __init__(self, problem):
-        from ssl_opt.problems.npkl.problem import NPKL
-
         self.parent = problem
         n = problem.n
         L = problem.constrained_points
@@ -54,7 +52,7 @@ class BoundaryReduction:
         self.schur = 0.5 * (self.schur + self.schur.T)
         position = np.full(n, -1, dtype=np.int64)
         position[L] = np.arange(L.size)
-        self.reduced = NPKL.from_regularizer(
+        self.reduced = type(problem).from_regularizer(
             self.schur, position[problem.pairs], problem.labels, problem.C, problem.loss,
             lambda_min_bound=problem.lambda_min_bound)
         if self.factored_schur:  # the reduced certificate's Lanczos products: Δ̃x factored
