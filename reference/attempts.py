@@ -156,7 +156,9 @@ def solve_until_optimal(prog: cp.Problem, cvxpy_solver: str | None = None,
                       "seconds": time.perf_counter() - began,
                       "objective": float(prog.value) if status in SOLVED else float("nan")})
         if status in SOLVED:
-            merit = (status != cp.OPTIMAL, _violation(prog), _sense(prog) * float(prog.value))
+            # An optimal attempt ends the ladder; only inaccurate ones are ranked.
+            merit = ((0, 0.0, 0.0) if status == cp.OPTIMAL else
+                     (1, _violation(prog), _sense(prog) * float(prog.value)))
             if best is None or merit < best[0]:
                 found = Outcome(status, attempt, recover(), float(prog.value), "", tried,
                                 _stats(prog))
