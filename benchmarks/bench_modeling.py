@@ -93,14 +93,14 @@ def family_rows(quick: bool) -> None:
     from ssl_opt.problems.ere.examples import _clusters_at
     from ssl_opt.problems.lass.examples import _moons_at as lass_at
     from ssl_opt.problems.linear.examples import register_generators as linear_generators
-    from ssl_opt.problems.manifold.examples import _lapsvm, _moons_at
+    from ssl_opt.problems.manifold.examples import _moons_at, lapsvm_with_loss
 
     linear = {g.key: g for g in linear_generators()}
     cases = [
-        ("LapSVM", _moons_at(_lapsvm("squared_hinge"))(500 if quick else 2000, 0), "newton",
-         "newton-cg"),
-        ("LapRLS", _moons_at(_lapsvm("square"))(500 if quick else 2000, 0), "laprls-direct",
-         "newton-cg"),
+        ("LapSVM", _moons_at(lapsvm_with_loss("squared_hinge"))(500 if quick else 2000, 0),
+         "newton", "newton-cg"),
+        ("LapRLS", _moons_at(lapsvm_with_loss("square"))(500 if quick else 2000, 0),
+         "laprls-direct", "newton-cg"),
         ("LASS", lass_at(1000 if quick else 5000, 0), "admm", "pdhg"),
         ("ERE", _clusters_at("robust")(200 if quick else 1000, 0), "irls", "pdhg"),
     ]

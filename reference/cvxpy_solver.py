@@ -98,7 +98,7 @@ class CvxpyReference(Solver):
                                       recover=lambda: form.recover(problem, handles),
                                       time_limit=time_limit, retries=retries, verbose=verbose)
         if outcome.attempt is None:
-            return _failed(problem, outcome.reason, outcome)
+            return failed_solution(problem, outcome.reason, outcome)
         return Solution(
             x=outcome.value,
             objective=float("nan"),
@@ -126,7 +126,7 @@ def attempt_info(outcome: Outcome) -> dict:
             "attempts": outcome.attempts}
 
 
-def _failed(problem, reason: str, outcome: Outcome | None = None) -> Solution:
+def failed_solution(problem, reason: str, outcome: Outcome | None = None) -> Solution:
     import numpy as np
 
     x = {k: np.full(shape, np.nan) for k, shape in problem.variables.items()}

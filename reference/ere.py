@@ -24,7 +24,8 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 from ssl_opt.reference.cvxpy_solver import Formulation
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.reference.attempts import solve_until_optimal
-from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation, _failed
+from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation, failed_solution
 from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver
 
@@ -124,7 +124,7 @@ class ExhaustiveTSVM(Solver):
             outcome = solve_until_optimal(prog, cvxpy_solver, solver_options,
                                           recover=lambda: _stack(w, b), retries=retries)
             if outcome.attempt is None:
-                return _failed(problem, outcome.reason, outcome)
+                return failed_solution(problem, outcome.reason, outcome)
             inaccurate += not outcome.optimal
             retried += len(outcome.attempts) > 1
             values.append(outcome.objective)

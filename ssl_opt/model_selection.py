@@ -29,7 +29,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples
 
-from ssl_opt.estimators._labels import UNLABELED, _unlabeled_mask
+from ssl_opt.estimators._labels import UNLABELED, unlabeled_mask
 
 __all__ = [
     "LabeledKFold",
@@ -133,7 +133,7 @@ class SemiSupervisedSplit:
         """
         y = self._check_y(y, "y")
         lab = y[self.labeled]
-        if np.any(_unlabeled_mask(lab)):
+        if np.any(unlabeled_mask(lab)):
             raise ValueError("y has the label -1 on labeled rows, which scikit-learn reads as "
                              "'unlabeled'; relabel the classes first, e.g. "
                              "y = np.where(y == -1, 0, y).")
@@ -358,8 +358,8 @@ class LabeledKFold(BaseCrossValidator):
         if y.ndim != 1 or y.shape[0] != n:
             raise ValueError(f"y must be 1-D with one label per sample of X ({n}), got shape "
                              f"{y.shape}.")
-        labeled = np.flatnonzero(~_unlabeled_mask(y))
-        unlabeled = np.flatnonzero(_unlabeled_mask(y))
+        labeled = np.flatnonzero(~unlabeled_mask(y))
+        unlabeled = np.flatnonzero(unlabeled_mask(y))
         if labeled.size < n_splits:
             raise ValueError(f"y has {labeled.size} labeled samples, fewer than "
                              f"n_splits={n_splits}; label more samples or lower n_splits.")

@@ -75,7 +75,8 @@ from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.plugins.ere.polish import polish_scalar_groups
 from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from ssl_opt.problems.ere.groups import smoothed_multipliers, smoothed_norms, stationarity
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.problems.ere.sum_of_norms import CERTIFICATE_ITERS, KINK_TOL, SumOfNorms
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver

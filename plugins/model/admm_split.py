@@ -77,7 +77,7 @@ from ssl_opt.modeling.terms.entropy import Entropy
 from ssl_opt.modeling.terms.margin import MarginLossTerm
 from ssl_opt.modeling.terms.smooth import Linear, QuadraticForm, Ridge, SquaredError
 from ssl_opt.numerics.anderson import SafeguardedAnderson
-from ssl_opt.plugins.model.assembly import _product, factor_matrix
+from ssl_opt.plugins.model.assembly import factor_matrix, mixed_product
 from ssl_opt.plugins.model.common import (
     DENSE_ENTRY_SECONDS,
     ELEMENT_SECONDS,
@@ -174,7 +174,7 @@ def _column_chain(factors, columns: int):
         m = _column_factor(f, columns)
         if m is None:
             return None
-        out = m if out is None else _product(m, out)
+        out = m if out is None else mixed_product(m, out)
     return out
 
 
@@ -324,14 +324,14 @@ class View:
         out = None
         for p in self.parts[k]:
             v = Kx if p.core else self.block(x, p.var)
-            val = _product(p.P, v)
+            val = mixed_product(p.P, v)
             out = val if out is None else out + val
         return out
 
     def adjoint(self, k: int, q: np.ndarray, out: np.ndarray) -> None:
         """``out += A_kᵀ q`` with the kernel variable's rows before K (the reduced space)."""
         for p in self.parts[k]:
-            out[self.starts[p.var]:self.starts[p.var + 1]] += _product(p.PT, q)
+            out[self.starts[p.var]:self.starts[p.var + 1]] += mixed_product(p.PT, q)
 
     def system(self, hessians) -> tuple[object, object]:
         """``(R_smooth, R_split)``: the system matrix is ``R_smooth + ρ R_split``; hessians[k]
@@ -350,10 +350,10 @@ class View:
                 if S is None:
                     S = sp.identity(self.parts[k][0].P.shape[0], format="csr")
                 for a in self.parts[k]:
-                    SPa = _product(S, a.P)
+                    SPa = mixed_product(S, a.P)
                     for b in self.parts[k]:
                         key = (b.var, a.var, a.core)
-                        blk = _product(b.P.T, SPa)
+                        blk = mixed_product(b.P.T, SPa)
                         blocks[key] = blk if key not in blocks else blocks[key] + blk
             mats.append(self._assemble(blocks, add_kernel=not split))
             self.traces.append(self._trace(blocks, add_kernel=not split))
@@ -367,7 +367,7 @@ class View:
             if bi != ai:
                 continue
             if core:
-                BK = np.asarray(_product(blk, self.kernel))
+                BK = np.asarray(mixed_product(blk, self.kernel))
                 total += float(np.sum(self.kernel * BK.T))
             else:
                 total += float(blk.diagonal().sum() if sp.issparse(blk) else np.trace(blk))
@@ -381,7 +381,7 @@ class View:
         coo = []
         for (bi, ai, core), blk in blocks.items():
             if core:
-                blk = _product(blk, self.kernel)
+                blk = mixed_product(blk, self.kernel)
             rs, cs = self.starts[bi], self.starts[ai]
             if dense:
                 R[rs:rs + blk.shape[0], cs:cs + blk.shape[1]] += (

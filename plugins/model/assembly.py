@@ -82,7 +82,7 @@ def factor_matrix(f: LinearMap):
     return matrix()
 
 
-def _product(a, b):
+def mixed_product(a, b):
     if sp.issparse(a) and not sp.issparse(b):
         return np.asarray(a @ b)
     if not sp.issparse(a) and sp.issparse(b):
@@ -93,7 +93,7 @@ def _product(a, b):
 def _chain(factors):
     out = factor_matrix(factors[-1])
     for f in reversed(factors[:-1]):
-        out = _product(factor_matrix(f), out)
+        out = mixed_product(factor_matrix(f), out)
     return out
 
 
@@ -189,11 +189,11 @@ class HessianAssembler:
                 continue
             S = as_matrix(S, _size(t.shape))
             for a in parts:
-                SPa = _product(S, a.P)
+                SPa = mixed_product(S, a.P)
                 for b in parts:
                     if b.key > a.key:
                         continue  # its transpose, (a, b), is the block assembled
-                    block = _product(b.P.T, SPa)
+                    block = mixed_product(b.P.T, SPa)
                     k = (b.key, a.key)
                     mids[k] = (b, a, block if k not in mids else mids[k][2] + block)
         return mids
@@ -206,9 +206,9 @@ class HessianAssembler:
         for k, (b, a, mid) in mids.items():
             block = mid
             if a.C is not None:
-                block = _product(block, a.C)
+                block = mixed_product(block, a.C)
             if b.C is not None:
-                block = _product(b.C.T, block)
+                block = mixed_product(b.C.T, block)
             blocks.append((b.block, a.block, block))
             if k[0] != k[1]:
                 blocks.append((a.block, b.block, block.T))
@@ -329,7 +329,7 @@ class KernelReduction:
         a = self.alpha
         for (kb, ka), (b, p, mid) in mids.items():
             for rows, cols, M in [(b, p, mid)] + ([(p, b, mid.T)] if kb != ka else []):
-                block = _product(M, C) if cols.block == a else M
+                block = mixed_product(M, C) if cols.block == a else M
                 block = block.toarray() if sp.issparse(block) else np.asarray(block)
                 if rows.block == a and cols.block == a:
                     A[:n, :n] += block

@@ -15,7 +15,7 @@ so ``θ⁺ = θ − H(θ)⁻¹∇Φ_δ(θ)`` with ``H = Σ A_qᵀ∇²h_q A_q + 
 Σ C_hᵀ diag(w min(1/δh, 1/‖z₀‖)) C_h`` — *scalar* weights per group, unlike the Newton Hessian
 of ``√(‖z‖² + δ)`` (c×c blocks per group, ``irls-newton``) — and ``Φ_δ(θ⁺) ≤ Φ_δ(θ)``. The
 step taken is that matrix's MM step improved by a few CG iterations on the true Newton
-system, preconditioned by it, and an exact line search (:class:`_Step`): same factorization,
+system, preconditioned by it, and an exact line search (:class:`MMStep`): same factorization,
 the radial curvature the majorizer overstates recovered (Huber edges in their linear part).
 
 **Column separability.** When every variable is n_v×c (or a length-c bias row), every map
@@ -32,7 +32,7 @@ with these steps): δ-continuation from ``δ₀ = delta0·σ²`` (σ: the larges
 minimizer of the quadratic model), a stage ending when the smoothed stationarity is below
 ``STAGE_RTOL·√δ/σ``; Anderson acceleration safeguarded on Φ_δ; the next stage started from the
 fit ``θ* + a√δ`` of the last two stage ends. Candidates checked at stage ends with the
-**model's own** certificate (:meth:`_ModelForm.certify`: the kink slack, then the stationarity
+**model's own** certificate (:meth:`ModelForm.certify`: the kink slack, then the stationarity
 of :func:`~ssl_opt.modeling.stationarity.stationarity` at the candidate's multipliers, then
 with the kink groups' entries refined by least squares, then its own minimization when within
 ``FULL_CHECK·tol``):
@@ -87,14 +87,14 @@ from ssl_opt.plugins.model.common import (
 )
 from ssl_opt.plugins.model.irls_mm_eliminate import Elimination
 from ssl_opt.plugins.model.irls_mm_polish import KAPPA, KinkPolish
-from ssl_opt.plugins.model.irls_mm_step import _ModelForm, _Step
+from ssl_opt.plugins.model.irls_mm_step import MMStep, ModelForm
 from ssl_opt.plugins.model.irls_mm_system import (  # noqa: F401 (the tests' entry points)
-    _NotSeparable,
-    _System,
+    MMSystem,
+    NotSeparable,
     build_system,
     pair_count,
 )
-from ssl_opt.plugins.model.irls_newton import _with_fixed
+from ssl_opt.plugins.model.irls_newton import with_fixed_multipliers
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History
 from ssl_opt.solvers import Option
 
@@ -116,7 +116,7 @@ class _Run(KinkPolish):
     extrapolation in √δ, the kink-set polish, and the stop on the model's certificate
     (module docstring)."""
 
-    def __init__(self, form: _ModelForm, step: _Step, opts: dict):
+    def __init__(self, form: ModelForm, step: MMStep, opts: dict):
         self.form, self.step, self.opts = form, step, opts
         self.system = form.system
         self.log_on = opts["verbose"]
@@ -306,7 +306,7 @@ def _richardson(d1: float, a1, d2: float, a2):
 _SYSTEMS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _system_of(model: Model) -> _System:
+def _system_of(model: Model) -> MMSystem:
     try:
         found = _SYSTEMS.get(model)
     except TypeError:
@@ -370,7 +370,7 @@ class IRLSMM(ModelSolver):
                         "'irls-newton' solves it in K's range)"]
         try:
             system = _system_of(model)
-        except (_NotSeparable, NotImplementedError, ValueError) as exc:
+        except (NotSeparable, NotImplementedError, ValueError) as exc:
             return [f"an assemblable system ({exc})"]
         pairs = sum(pair_count(p.A) for p in system.pieces)
         if pairs > MAX_PAIRS:
@@ -398,8 +398,8 @@ class IRLSMM(ModelSolver):
     def _run(self, model: Model, tol, gap_tol, max_iter, delta0, delta_factor, anderson,
              warm_start, check_terms, verbose):
         system = _system_of(model)
-        form = _ModelForm(model, system, tol, gap_tol)
-        step = _Step(form)
+        form = ModelForm(model, system, tol, gap_tol)
+        step = MMStep(form)
         x0 = None
         if warm_start is not None:
             x0 = system.level(model.pack(model.warm_start_values(warm_start))).ravel()
@@ -426,7 +426,7 @@ class IRLSMM(ModelSolver):
         history, status, it, multipliers = History(), MAX_ITERATIONS, 0, None
         while True:
             theta = system.theta(X)
-            multipliers = _with_fixed(model, theta, [])
+            multipliers = with_fixed_multipliers(model, theta, [])
             cert = certificate_check(model, model.unpack_flat(theta), multipliers, 0)
             history.append(iteration=it, objective=model.objective(model.unpack_flat(theta)),
                            stationarity=worst(cert))

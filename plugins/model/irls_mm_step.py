@@ -1,7 +1,7 @@
 r"""The model form and the step of ``irls-mm`` (:mod:`ssl_opt.plugins.model.irls_mm`): f and its
 gradient at the level of the system, the model's own certificate at a candidate
-(:meth:`_ModelForm.certify`, with the kink multipliers refined by :func:`refine_kinks`), and
-the Newton–MM step (:class:`_Step`: the majorizer's factored matrix as the preconditioner of
+(:meth:`ModelForm.certify`, with the kink multipliers refined by :func:`refine_kinks`), and
+the Newton–MM step (:class:`MMStep`: the majorizer's factored matrix as the preconditioner of
 CG on the Newton system, then an exact line search) [004 eqs. 13–15].
 """
 
@@ -15,8 +15,8 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.model import Model
 from ssl_opt.numerics.ldl import PatternLDL
 from ssl_opt.plugins.model.common import certificate_check, worst
-from ssl_opt.plugins.model.irls_mm_system import _Pattern, _System
-from ssl_opt.plugins.model.irls_newton import _with_fixed, kink_slack
+from ssl_opt.plugins.model.irls_mm_system import HessianPattern, MMSystem
+from ssl_opt.plugins.model.irls_newton import kink_slack, with_fixed_multipliers
 
 #: The certificate's own minimization runs only when the residual at the refined
 #: multipliers is within FULL_CHECK·tol; it then takes CHECK_ITERS iterations.
@@ -36,12 +36,12 @@ REUSE = 10.0
 
 
 # ---------------------------------------------------------------------------- the form
-class _ModelForm:
+class ModelForm:
     """The model seen by the steps: f (the quadratic and Huber terms, and elastic nets'
     ``ρ‖z‖²``) with its gradient at the level of the system, the norm terms' groups, and the
     model's own certificate (:meth:`certify`)."""
 
-    def __init__(self, model: Model, system: _System, tol: float, gap_tol: float):
+    def __init__(self, model: Model, system: MMSystem, tol: float, gap_tol: float):
         self.model, self.system, self.tol, self.gap_tol = model, system, tol, gap_tol
         offsets = [float(np.max(np.abs(p.O), initial=0.0)) for p in system.norms]
         self.value_scale = max(offsets, default=0.0) or 1.0  # σ when every group starts at 0
@@ -81,11 +81,12 @@ class _ModelForm:
     def multipliers(self, z, U, refine: bool = True) -> list:
         """The model's multipliers at the free unknowns ``z`` from unit-scale ``U`` (groups × k
         per norm term): ``w_g U_g`` (+ ``2ρz``), with the kink groups' entries refined
-        (:func:`refine_kinks`) when ``refine``, then the fixed rows' (``_with_fixed``)."""
+        (:func:`refine_kinks`) when ``refine``, then the fixed rows'
+        (``with_fixed_multipliers``)."""
         s = self.system
         X = np.reshape(z, (-1, s.C))
         rough = refine_kinks(self, X, U, refine)
-        return _with_fixed(self.model, s.theta(X), rough)
+        return with_fixed_multipliers(self.model, s.theta(X), rough)
 
     def certify(self, X, U) -> list | None:
         """The model's multipliers at X when its certificate passes at ``tol``, else None:
@@ -113,7 +114,7 @@ class _ModelForm:
         return multipliers if worst(cert) <= self.tol else None
 
 
-def refine_kinks(form: _ModelForm, X: np.ndarray, Us: list, refine: bool = True) -> list:
+def refine_kinks(form: ModelForm, X: np.ndarray, Us: list, refine: bool = True) -> list:
     r"""Each norm term's multiplier ``u = w_g U_g + 2ρz``, its kink groups' entries (``‖z_g‖ ≤
     1e-6·max(1, scale)``, the certificate's rule) replaced by the least-squares solution of
     ``min ‖r₀ + Σ_j B_{j,K}ᵀ λ‖`` (r₀: the gradient with the other groups at their exact
@@ -194,7 +195,7 @@ def _lsqr_balls(B, r0, lam, kinked, C: int):
 
 
 # ---------------------------------------------------------------------------- the step
-class _Step:
+class MMStep:
     """One step of ``irls-mm`` at the free unknowns X, given per norm group either its
     smoothed radius ``r_g = √(‖z_g‖² + δ)`` or, for a kink group of the polish, its augmented
     Lagrangian ``⟨λ_g, z_g⟩ + ½c_g‖z_g‖²``:
@@ -213,7 +214,7 @@ class _Step:
 
     Hence Φ decreases at every step, as with an MM step."""
 
-    def __init__(self, form: _ModelForm):
+    def __init__(self, form: ModelForm):
         self.form = form
         s = self.system = form.system
         Q = sp.csr_matrix((s.free.size, s.free.size))
@@ -224,7 +225,7 @@ class _Step:
                 Q = Q + 2.0 * p.rho * (p.AT @ p.A)
         self.Q = sp.csr_matrix(Q)
         weighted = [p.A for p in s.norms + s.hubers]
-        self.pattern = _Pattern(s.free.size, weighted, self.Q if self.Q.nnz else None)
+        self.pattern = HessianPattern(s.free.size, weighted, self.Q if self.Q.nnz else None)
         self.ldl = PatternLDL()
         self.factorizations = self.cg_iterations = 0
         self._pending = self._factored = None

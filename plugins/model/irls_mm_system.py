@@ -14,17 +14,17 @@ from ssl_opt.modeling.expressions import Broadcast, Compose, Identity, MatMul, R
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import HuberNorms
 from ssl_opt.plugins.model.assembly import factor_matrix
-from ssl_opt.plugins.model.irls_newton import _fixed_entries
+from ssl_opt.plugins.model.irls_newton import fixed_entries
 
 
 # ---------------------------------------------------------------------------- level maps
-class _NotSeparable(Exception):
+class NotSeparable(Exception):
     """The model's terms do not act identically on its c columns."""
 
 
 def _row_factor(f, C: int):
     """The row-level matrix of one elementary map when it acts identically on the C columns
-    (:class:`_NotSeparable` otherwise)."""
+    (:class:`NotSeparable` otherwise)."""
     rows_in = int(np.prod(f.in_shape, dtype=int)) // C
     two_d = len(f.in_shape) == 2 or C == 1
     if isinstance(f, Identity):
@@ -47,7 +47,7 @@ def _row_factor(f, C: int):
         for g in reversed(f.factors()[:-1]):
             out = _row_factor(g, C) @ out
         return sp.csr_matrix(out)
-    raise _NotSeparable(f"a {type(f).__name__} map that mixes the columns")
+    raise NotSeparable(f"a {type(f).__name__} map that mixes the columns")
 
 
 def _linear_matrix(linear, C: int, separable: bool):
@@ -80,22 +80,22 @@ class _Piece:
         return np.reshape(Z, self.term.shape)
 
 
-class _System:
+class MMSystem:
     """The model at the level of its system (rows of the c columns when separable, else all
-    unknowns), with FixedRows eliminated; raises :class:`_NotSeparable` when ``separable``
+    unknowns), with FixedRows eliminated; raises :class:`NotSeparable` when ``separable``
     does not hold, :class:`InvalidInputError` when a term is out of reach."""
 
     def __init__(self, model: Model, separable: bool):
         self.model, self.separable = model, separable
         C = _columns(model) if separable else 1
         if separable and C is None:
-            raise _NotSeparable("variables of different column counts")
+            raise NotSeparable("variables of different column counts")
         self.C = C
         N = model.size // C
-        fixed_flat, fixed_vals = _fixed_entries(model)
+        fixed_flat, fixed_vals = fixed_entries(model)
         fixed_level = np.unique(fixed_flat // C)
         if fixed_flat.size != fixed_level.size * C:
-            raise _NotSeparable("fixed entries that are not whole rows")
+            raise NotSeparable("fixed entries that are not whole rows")
         X_fix = np.zeros(N * C)
         X_fix[fixed_flat] = fixed_vals
         self.fixed = fixed_level
@@ -108,7 +108,7 @@ class _System:
             A = sp.csr_matrix((int(np.prod(t.shape, dtype=int)) // C, N))
             rows = A.shape[0]
             if rows * C != int(np.prod(t.shape, dtype=int)):
-                raise _NotSeparable(f"{t.describe()} has no whole rows")
+                raise NotSeparable(f"{t.describe()} has no whole rows")
             for var, linear in t.argument.parts:
                 P = sp.coo_matrix(_linear_matrix(linear, C, separable))
                 start = slices[var.name].start // C
@@ -142,7 +142,7 @@ class _System:
         if self.C == 1:
             return int(size)
         if size != self.C:
-            raise _NotSeparable(f"{t.describe()} has groups of {size} entries, not rows")
+            raise NotSeparable(f"{t.describe()} has groups of {size} entries, not rows")
         return 1
 
     def _level_hessian(self, t, rows: int):
@@ -151,14 +151,14 @@ class _System:
         if np.ndim(H) == 1 or (not sp.issparse(H) and np.ndim(H) == 0):
             d = np.broadcast_to(np.asarray(H, dtype=np.float64), (rows * C,)).reshape(rows, C)
             if not np.all(d == d[:, :1]):
-                raise _NotSeparable(f"{t.describe()} weighs the columns differently")
+                raise NotSeparable(f"{t.describe()} weighs the columns differently")
             return sp.diags(d[:, 0], format="csr")
         H = sp.csr_matrix(H)
         if C == 1:
             return H
         level = sp.csr_matrix(H[0::C][:, 0::C])
         if abs(sp.kron(level, sp.identity(C), format="csr") - H).max() > 0:
-            raise _NotSeparable(f"{t.describe()} couples the columns")
+            raise NotSeparable(f"{t.describe()} couples the columns")
         return level
 
     # ------------------------------------------------------------------ views
@@ -187,12 +187,12 @@ def _columns(model: Model) -> int | None:
     return None
 
 
-def build_system(model: Model) -> _System:
+def build_system(model: Model) -> MMSystem:
     """The column-separable system when it holds, else the one over all unknowns."""
     try:
-        return _System(model, True)
-    except _NotSeparable:
-        return _System(model, False)
+        return MMSystem(model, True)
+    except NotSeparable:
+        return MMSystem(model, False)
 
 
 # ---------------------------------------------------------------------------- the pattern
@@ -222,7 +222,7 @@ def pair_count(A) -> float:
     return float(np.sum(q * (q + 1) / 2))
 
 
-class _Pattern:
+class HessianPattern:
     """The fixed upper-triangle CSC pattern of ``H = Q + Σ_j A_jᵀ diag(d_j) A_j`` and the
     sparse maps ``d_j ↦ entries`` (``M_j``), so that every step's H is ``q + Σ M_j d_j``."""
 

@@ -224,7 +224,7 @@ class _Run:
     def __init__(self, model: Model, theta: np.ndarray, tol: float, verbose: bool):
         self.model, self.terms, self.tol, self.verbose = model, model.terms, tol, verbose
         self.rough_ids = {id(t) for t in model.nonsmooth_terms}
-        self.fixed, self.fixed_values = _fixed_entries(model)
+        self.fixed, self.fixed_values = fixed_entries(model)
         theta[self.fixed] = self.fixed_values
         self.theta = theta
         self.free = np.setdiff1d(np.arange(model.size), self.fixed)
@@ -330,7 +330,8 @@ class _Run:
             if found is not None:
                 point, rough = found
                 point[self.fixed] = self.fixed_values
-                out.insert(0, (point, _with_fixed(self.model, point, rough), "huber polish"))
+                out.insert(0, (point, with_fixed_multipliers(self.model, point, rough),
+                               "huber polish"))
         if len(stage_ends) >= 2 and stage_ends[-2][0] > 2.0 * delta:
             point, mults = _extrapolate(self.model, stage_ends[-2], stage_ends[-1])
             point[self.fixed] = self.fixed_values
@@ -351,7 +352,7 @@ class _Run:
         x = model.unpack_flat(point)
         rough = refine_multipliers(model, self.terms, self.rough_ids, point,
                                    multipliers[:len(self.rough_ids)], self.newton, self.free)
-        multipliers = _with_fixed(model, point, rough)
+        multipliers = with_fixed_multipliers(model, point, rough)
         cert = certificate_check(model, x, multipliers, 0)
         self.log(f"  at the multipliers {cert}")
         if full and tol < worst(cert) <= FULL_CHECK * tol:
@@ -501,10 +502,10 @@ def _polished(model, terms, rough_ids, theta, delta, multipliers, system, free, 
     if found is None:
         return None
     point, rough = found
-    return point, _with_fixed(model, point, rough)
+    return point, with_fixed_multipliers(model, point, rough)
 
 
-def _with_fixed(model: Model, theta: np.ndarray, rough: list) -> list:
+def with_fixed_multipliers(model: Model, theta: np.ndarray, rough: list) -> list:
     """The non-smooth terms' multipliers ``rough`` followed by the fixed-rows multipliers
     that cancel the gradient they leave on the fixed rows."""
     values = model.unpack_flat(theta)
@@ -520,7 +521,7 @@ def _kernel_sized(model: Model) -> bool:
     return kernel_expansion(model, model.terms)
 
 
-def _fixed_entries(model: Model) -> tuple[np.ndarray, np.ndarray]:
+def fixed_entries(model: Model) -> tuple[np.ndarray, np.ndarray]:
     """Flat indices and values of the entries fixed by ``FixedRows`` on bare variables."""
     idx, vals = [], []
     slices = model.slices

@@ -29,19 +29,19 @@ import scipy.sparse as sp
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.expressions import Variable
 from ssl_opt.modeling.model import Model
-from ssl_opt.modeling.named import (
-    _bare,
-    _is_prefix,
-    _kernel_regularizers,
-    _label,
-    _model_output,
-    _NoLowering,
-    _peel_rows,
-    _squared_fit,
+from ssl_opt.modeling.patterns import (
+    NoMatch,
+    bare,
+    is_prefix,
+    label,
+    model_output,
+    peel_rows,
+    squared_fit,
 )
 from ssl_opt.modeling.terms import Ridge, SquaredError
 from ssl_opt.plugins.manifold.laprls_direct import solve_targets
 from ssl_opt.plugins.model.common import ModelSolver
+from ssl_opt.problems.manifold.pattern import kernel_regularizers
 from ssl_opt.solution import OPTIMAL, History, Solution
 
 FAMILY = "multi-output LapRLS"
@@ -76,60 +76,60 @@ def read_structure(model: Model) -> ColumnsStructure | str:
     constraint or shape that breaks the structure)."""
     try:
         return _read(model)
-    except _NoLowering as exc:
+    except NoMatch as exc:
         return str(exc)
 
 
 def _fit_of(t) -> tuple[Variable, object, Variable | None, np.ndarray, dict]:
     """``(α, K, b, T, parts of f)`` when ``t`` is ``w‖(K @ α + b)[:l] − T‖²``."""
-    fit = _squared_fit(t)
-    what = f"the argument of {_label(t)}"
+    fit = squared_fit(t)
+    what = f"the argument of {label(t)}"
     if fit is None or fit[0] is None:
-        raise _NoLowering(f"{what} is not of the form {FORM}")
+        raise NoMatch(f"{what} is not of the form {FORM}")
     parts, T, _ = fit
-    rows, f_parts = _peel_rows(parts)
-    alpha, K, b = _model_output(f_parts, what, FORM)
+    rows, f_parts = peel_rows(parts)
+    alpha, K, b = model_output(f_parts, what, FORM)
     if len(alpha.shape) != 2:
-        raise _NoLowering(f"alpha of {_label(t)} is a vector: a single-output LapRLS lowers to "
+        raise NoMatch(f"alpha of {label(t)} is a vector: a single-output LapRLS lowers to "
                           "LapRLS ('laprls-direct'); laprls-columns takes an n×c alpha")
     n, c = alpha.shape
     l = t.shape[0]
     if K.shape != (n, n):
-        raise _NoLowering(f"the K of {_label(t)} is {K.shape}, not square n×n (n = {n})")
-    if (rows is None and l != n) or (rows is not None and not _is_prefix(rows, l)):
-        raise _NoLowering(f"{_label(t)} is not on the first l = {l} outputs f[:{l}] (the "
+        raise NoMatch(f"the K of {label(t)} is {K.shape}, not square n×n (n = {n})")
+    if (rows is None and l != n) or (rows is not None and not is_prefix(rows, l)):
+        raise NoMatch(f"{label(t)} is not on the first l = {l} outputs f[:{l}] (the "
                           "labeled points are the first l)")
     return alpha, K, b, np.array(T, dtype=np.float64).reshape(l, c), f_parts
 
 
 def _read(model: Model) -> ColumnsStructure:
     if model.constraints:
-        raise _NoLowering(f"{_label(model.constraints[0])} has no counterpart in {FAMILY}")
+        raise NoMatch(f"{label(model.constraints[0])} has no counterpart in {FAMILY}")
     candidates = [t for t in model.terms if type(t) in (SquaredError, Ridge)
-                  and _bare(t.argument) is None]
+                  and bare(t.argument) is None]
     if not candidates:
-        raise _NoLowering(f"{FAMILY} needs the fit w‖f[:l] − T‖² (SquaredError(f[:l], T, w), "
+        raise NoMatch(f"{FAMILY} needs the fit w‖f[:l] − T‖² (SquaredError(f[:l], T, w), "
                           "f = K @ alpha + b); this model has none")
     first_reason, parsed = None, None
     for t in candidates:
         try:
             parsed = (t, *_fit_of(t))
             break
-        except _NoLowering as exc:
+        except NoMatch as exc:
             first_reason = first_reason or str(exc)
     if parsed is None:
-        raise _NoLowering(first_reason)
+        raise NoMatch(first_reason)
     fit, alpha, K, b, T, f_parts = parsed
-    rkhs, graph = _kernel_regularizers(model, fit, alpha, K, f_parts, lambda t: _NoLowering(
-        f"{_label(t)} has no counterpart in {FAMILY} (its terms are the fit, RKHSNorm(alpha, "
+    rkhs, graph = kernel_regularizers(model, fit, alpha, K, f_parts, lambda t: NoMatch(
+        f"{label(t)} has no counterpart in {FAMILY} (its terms are the fit, RKHSNorm(alpha, "
         "K) and GraphQuadratic(f, L), one weight each for all c columns)"))
     if fit.weight <= 0:
-        raise _NoLowering(f"{_label(fit)} has weight 0; {FAMILY} needs a positive fit weight")
+        raise NoMatch(f"{label(fit)} has weight 0; {FAMILY} needs a positive fit weight")
     if rkhs is None or rkhs.weight <= 0:
-        raise _NoLowering(f"{FAMILY} needs the RKHS norm w_A tr(αᵀKα) (RKHSNorm(alpha, K) with "
+        raise NoMatch(f"{FAMILY} needs the RKHS norm w_A tr(αᵀKα) (RKHSNorm(alpha, K) with "
                           "the K of f, weight > 0); this model has none")
     if graph is None or graph.weight <= 0:
-        raise _NoLowering(f"{FAMILY} needs the graph term w_I tr(fᵀLf) (GraphQuadratic(f, L) "
+        raise NoMatch(f"{FAMILY} needs the graph term w_I tr(fᵀLf) (GraphQuadratic(f, L) "
                           "on the outputs f of the fit, weight > 0); this model has none")
     return ColumnsStructure(alpha, b, K, graph.M, T, float(fit.weight), float(rkhs.weight),
                             float(graph.weight))

@@ -23,7 +23,7 @@ from ssl_opt.exceptions import InvalidInputError
 __all__ = ["linear_kernel", "rbf_kernel", "polynomial_kernel", "kernel_matrix", "KERNELS"]
 
 
-def _prepare(X, Z):
+def check_kernel_inputs(X, Z):
     """Validate ``X`` and ``Z`` (finite, 2-D, same number of columns); ``Z`` defaults to ``X``."""
     Xm = as_float_matrix(X, "X")
     if Xm.shape[0] == 0:
@@ -75,7 +75,7 @@ def linear_kernel(X, Z=None) -> np.ndarray:
     -------
     ndarray, shape (n, m), float64
     """
-    Xm, Zm, same = _prepare(X, Z)
+    Xm, Zm, same = check_kernel_inputs(X, Z)
     return _symmetrize_if(_gram(Xm, Zm), same)
 
 
@@ -85,7 +85,7 @@ def squared_distances(X, Z=None) -> np.ndarray:
     Computed as :math:`\lVert x_i\rVert^2 + \lVert z_j\rVert^2 - 2 x_i^\top z_j`, with round-off
     negatives clipped to 0. With ``Z=None`` the result is exactly symmetric with a zero diagonal.
     """
-    Xm, Zm, same = _prepare(X, Z)
+    Xm, Zm, same = check_kernel_inputs(X, Z)
     return _sq_dist(Xm, Zm, same)
 
 
@@ -123,7 +123,7 @@ def rbf_kernel(X, Z=None, sigma: float = 1.0) -> np.ndarray:
     ndarray, shape (n, m), float64, entries in (0, 1]
     """
     s = check_positive(sigma, "sigma")
-    Xm, Zm, same = _prepare(X, Z)
+    Xm, Zm, same = check_kernel_inputs(X, Z)
     D = _sq_dist(Xm, Zm, same)
     D *= -1.0 / (2.0 * s * s)
     return np.exp(D, out=D)
@@ -157,7 +157,7 @@ def polynomial_kernel(
     if isinstance(coef0, bool) or not isinstance(coef0, numbers.Real) or not np.isfinite(coef0):
         raise InvalidInputError(f"coef0 must be a finite real number, got {coef0!r}.")
     s = check_positive(scale, "scale")
-    Xm, Zm, same = _prepare(X, Z)
+    Xm, Zm, same = check_kernel_inputs(X, Z)
     G = _symmetrize_if(_gram(Xm, Zm), same)
     G *= s
     G += float(coef0)
@@ -170,7 +170,7 @@ KERNELS = {
     "polynomial": polynomial_kernel,
 }
 
-_KERNEL_PARAMS = {
+KERNEL_PARAMS = {
     "linear": frozenset(),
     "rbf": frozenset({"sigma"}),
     "polynomial": frozenset({"degree", "coef0", "scale"}),
@@ -185,9 +185,9 @@ def kernel_matrix(X, Z=None, kind: str = "rbf", **params) -> np.ndarray:
     :class:`~ssl_opt.exceptions.InvalidInputError`.
     """
     check_choice(kind, "kind", KERNELS)
-    unknown = set(params) - _KERNEL_PARAMS[kind]
+    unknown = set(params) - KERNEL_PARAMS[kind]
     if unknown:
-        allowed = sorted(_KERNEL_PARAMS[kind]) or "none"
+        allowed = sorted(KERNEL_PARAMS[kind]) or "none"
         raise InvalidInputError(
             f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: {allowed}."
         )

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ssl_opt.datasets.text import _existing_file
+from ssl_opt.datasets.text import existing_file
 from ssl_opt.exceptions import InvalidInputError
 
 __all__ = ["load_csv"]
@@ -168,7 +168,7 @@ def load_csv(
         feature is empty, not a number or not finite, or a label is empty; the message names the
         line and the column (1-based).
     """
-    file = _existing_file(path, "CSV file")
+    file = existing_file(path, "CSV file")
     if delimiter is not None and (not isinstance(delimiter, str) or len(delimiter) != 1
                                   or delimiter in "\r\n\"'"):
         raise InvalidInputError(

@@ -38,7 +38,7 @@ __all__ = [
 # ----------------------------------------------------------------------------- helpers
 
 
-def _existing_file(path, what: str) -> Path:
+def existing_file(path, what: str) -> Path:
     if not isinstance(path, (str, os.PathLike)):
         raise InvalidInputError(f"path must be a str or os.PathLike naming {what}, got {path!r}.")
     file = Path(path).expanduser()
@@ -92,7 +92,7 @@ def load_svmlight(
     """
     from sklearn.datasets import load_svmlight_file
 
-    file = _existing_file(path, "SVMlight file")
+    file = existing_file(path, "SVMlight file")
     if n_features is not None:
         n_features = check_int(n_features, "n_features", 1)
     if not (zero_based == "auto" or isinstance(zero_based, bool)):
@@ -146,7 +146,7 @@ def load_mat(path: str | Path, keys: str | Iterable[str] | None = None) -> dict:
     """
     from scipy.io import loadmat, whosmat
 
-    file = _existing_file(path, ".mat file")
+    file = existing_file(path, ".mat file")
     if keys is not None:
         keys = [keys] if isinstance(keys, str) else list(keys)
         if not all(isinstance(k, str) for k in keys):

@@ -73,7 +73,7 @@ class LabelLayout:
         return Y
 
 
-def _unlabeled_mask(y: np.ndarray) -> np.ndarray:
+def unlabeled_mask(y: np.ndarray) -> np.ndarray:
     if y.dtype.kind in "iuf":
         return y == UNLABELED
     if y.dtype.kind == "b":
@@ -103,7 +103,7 @@ def label_layout(y, n_samples: int, *, min_classes: int = 2,
                          "label per row of X (-1 for unlabeled).")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or inf; mark unlabeled samples with -1.")
-    unlabeled = _unlabeled_mask(y) if allow_unlabeled else np.zeros(y.shape, dtype=bool)
+    unlabeled = unlabeled_mask(y) if allow_unlabeled else np.zeros(y.shape, dtype=bool)
     labeled = ~unlabeled
     if not labeled.any():
         raise ValueError("y has no labeled sample (every entry is -1); label at least one "

@@ -41,7 +41,8 @@ from ssl_opt.estimators._base import CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning, warn_if_disconnected
 from ssl_opt.estimators._kernels import check_graph_params
 from ssl_opt.estimators._labels import UNLABELED, label_layout
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 
 _MINUS_ONE_IS_UNLABELED = (
     "its last case labels the classes -1 and 1, but -1 marks an unlabeled sample in "

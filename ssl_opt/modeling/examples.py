@@ -38,9 +38,9 @@ SMALL = {
 
 def _lapsvm_composition():
     """A LapSVM written as terms: it lowers to LapSVM, so the paper's solvers take it."""
-    from ssl_opt.problems.manifold.examples import _lapsvm, _moons
+    from ssl_opt.problems.manifold.examples import lapsvm_with_loss, moons_instance
 
-    return _moons(_lapsvm("squared_hinge"))().as_model()
+    return moons_instance(lapsvm_with_loss("squared_hinge"))().as_model()
 
 
 @hookimpl

@@ -392,3 +392,34 @@ def matmul(M, expr: Affine) -> Affine:
     """``M @ expr`` for any matrix ``M``, including a ``scipy.sparse.linalg.LinearOperator``
     (whose own ``@`` refuses objects it does not know, before ``expr`` can answer)."""
     return as_expression(expr, "expr").__rmatmul__(M)
+
+
+@dataclass(frozen=True, eq=False)
+class RowBlocks(LinearMap):
+    """``v ↦ v`` reshaped ``(m, k)`` row-major: consecutive groups of ``k`` entries of a
+    length-``m·k`` vector become the rows (the groups of :class:`SumOfNorms`)."""
+
+    k: int
+    in_shape: tuple[int, ...]
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (self.in_shape[0] // self.k, self.k)
+
+    def apply(self, v):
+        return np.asarray(v).reshape(self.out_shape)
+
+    def adjoint(self, g):
+        return np.asarray(g).reshape(self.in_shape)
+
+    def cvxpy(self, v):
+        return cp.reshape(v, self.out_shape, order="C")
+
+
+def row_blocks(expr: Affine, k: int) -> Affine:
+    """A length-``m·k`` expression as the ``(m, k)`` expression whose rows are its consecutive
+    groups of ``k`` entries (``SumOfRowNorms``' argument ``G x − h`` reshaped)."""
+    if len(expr.shape) != 1 or k < 1 or expr.shape[0] % k:
+        raise ValueError(f"row_blocks needs a vector whose length is a multiple of k = {k}, "
+                         f"got shape {expr.shape}.")
+    return expr._map(RowBlocks(int(k), expr.shape))

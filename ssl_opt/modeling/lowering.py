@@ -4,11 +4,12 @@ A *lowerer* looks at a :class:`~ssl_opt.modeling.Model` and returns either a
 :class:`Lowering` — the family problem equal to the model and the maps between their
 variables — or a one-line reason it does not apply, naming the term or constraint that breaks
 the structure (e.g. ``"GraphTV(weight=0.1, norm=l1, edges=119) has no counterpart in
-LapSVM"``). The built-in lowerers (:mod:`ssl_opt.modeling.named`) rebuild LapSVM/LapRLS,
-LinearSVM, LASS, ERE, LRL and SumOfNorms. Lowerers are registered per problem class with
-:func:`register_lowering`; every registered solver whose ``problem_types`` holds that class
-then accepts the model (:class:`~ssl_opt.solvers.Solver` solves the lowered problem and maps
-the solution back), and ``select``/``missing`` report the reason when it does not.
+LapSVM"``). The built-in lowerers are the families' patterns
+(``ssl_opt/problems/<family>/pattern.py``, read with :mod:`ssl_opt.modeling.patterns`): they
+rebuild LapSVM/LapRLS, LinearSVM, LASS, ERE, LRL and SumOfNorms. Lowerers are registered per
+problem class with :func:`register_lowering`; every registered solver whose ``problem_types``
+holds that class then accepts the model (:class:`~ssl_opt.solvers.Solver` solves the lowered
+problem and maps the solution back), and ``select``/``missing`` report the reason when it does not.
 """
 
 from __future__ import annotations
@@ -73,4 +74,5 @@ def _load_builtin_lowerers() -> None:
 
 
 #: Modules that register the built-in lowerers when imported.
-BUILTIN_LOWERERS: tuple[str, ...] = ("ssl_opt.modeling.named",)
+BUILTIN_LOWERERS: tuple[str, ...] = tuple(
+    f"ssl_opt.problems.{family}.pattern" for family in ("manifold", "linear", "lass", "ere"))

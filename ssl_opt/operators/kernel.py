@@ -32,7 +32,7 @@ import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
 from ssl_opt._validation import check_int, check_positive
-from ssl_opt.builders.kernels import KERNELS, _prepare, kernel_diagonal
+from ssl_opt.builders.kernels import KERNELS, check_kernel_inputs, kernel_diagonal
 from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_arguments
 
 #: Default cap on the memory of the kernel tiles in flight (all threads together).
@@ -61,7 +61,7 @@ class KernelOperator(SymmetricOperator):
                  memory_budget: float = DEFAULT_BUDGET, threads: int | None = None,
                  **params):
         dtype = check_kernel_arguments(kind, params, dtype)
-        Xm, _, _ = _prepare(X, None)
+        Xm, _, _ = check_kernel_inputs(X, None)
         self.kind, self.params = kind, dict(params)
         if kind == "rbf":
             self.params["sigma"] = check_positive(self.params.get("sigma", 1.0), "sigma")

@@ -34,7 +34,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from ssl_opt._validation import as_float_matrix, check_int, check_positive
-from ssl_opt.builders.kernels import KERNELS, _prepare, kernel_diagonal
+from ssl_opt.builders.kernels import KERNELS, check_kernel_inputs, kernel_diagonal
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_arguments
 
@@ -69,7 +69,7 @@ class NystromOperator(SymmetricOperator):
                  rcond: float = DEFAULT_RCOND, dtype=np.float64, **params):
         dtype = check_kernel_arguments(kind, params, dtype)
         self.rcond = check_positive(rcond, "rcond")
-        Xm, _, _ = _prepare(X, None)
+        Xm, _, _ = check_kernel_inputs(X, None)
         self.kind, self.params = kind, dict(params)
         self._kernel = KERNELS[kind]
         self.X = Xm
@@ -216,7 +216,7 @@ def _landmarks(X, landmarks, seed) -> tuple[np.ndarray | None, np.ndarray]:
             raise InvalidInputError("landmarks indices must be distinct rows of X.")
         return arr.astype(np.intp), _rows(X, arr)
     if arr.ndim == 2 and arr.shape[1] == d and arr.shape[0] >= 1:
-        Z, _, _ = _prepare(arr, None)
+        Z, _, _ = check_kernel_inputs(arr, None)
         return None, Z
     raise InvalidInputError(
         "landmarks must be a count m >= 1, a 1-D array of distinct row indices of X, or an "

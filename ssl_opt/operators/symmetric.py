@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.sparse.linalg import LinearOperator
 
-from ssl_opt.builders.kernels import _KERNEL_PARAMS, KERNELS
+from ssl_opt.builders.kernels import KERNEL_PARAMS, KERNELS
 from ssl_opt.exceptions import InvalidInputError
 
 #: ``to_dense`` refuses above this many bytes unless told otherwise.
@@ -19,11 +19,11 @@ def check_kernel_arguments(kind: str, params: dict, dtype) -> np.dtype:
     (float64 or float32); returns the dtype."""
     if kind not in KERNELS:
         raise InvalidInputError(f"kind must be one of {sorted(KERNELS)}, got {kind!r}.")
-    unknown = set(params) - _KERNEL_PARAMS[kind]
+    unknown = set(params) - KERNEL_PARAMS[kind]
     if unknown:
         raise InvalidInputError(
             f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: "
-            f"{sorted(_KERNEL_PARAMS[kind]) or 'none'}.")
+            f"{sorted(KERNEL_PARAMS[kind]) or 'none'}.")
     dtype = np.dtype(dtype)
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise InvalidInputError(f"dtype must be float64 or float32, got {dtype}.")

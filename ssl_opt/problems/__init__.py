@@ -1,7 +1,8 @@
 """Problem declarations (public API)."""
 
 from ssl_opt.problems.base import Problem, Structure
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 from ssl_opt.problems.lass.problem import LASS
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM

@@ -21,7 +21,8 @@ from ssl_opt.estimators.ere import (
     LRLClassifier,
     _warn_if_constant,
 )
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 
 
 @parametrize_with_checks(

@@ -1,5 +1,6 @@
 """The named problems as compositions of terms, and their lowerings back (docs/design.md §6,
-ssl_opt/modeling/named.py).
+the as_model() of ssl_opt/problems/<family>/problem.py and lrl.py, the patterns of
+ssl_opt/problems/<family>/pattern.py).
 
 For every family: ``as_model`` equals the problem at random points (1e-10, with the lowering's
 scale); the model lowers back to the same problem; solving the model with the family's solver
@@ -23,7 +24,7 @@ from ssl_opt.builders import graph_laplacian_from_data, knn_graph, laplacian, rb
 from ssl_opt.datasets.synthetic import gaussian_blobs, two_moons
 from ssl_opt.exceptions import UnsupportedProblemError
 from ssl_opt.modeling import Model, Variable
-from ssl_opt.modeling.named import row_blocks
+from ssl_opt.modeling.expressions import row_blocks
 from ssl_opt.modeling.terms import (
     L1,
     Entropy,

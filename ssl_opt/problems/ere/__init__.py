@@ -4,7 +4,8 @@
 the scalable generators (a plugin).
 """
 
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 
 __all__ = ["ERE", "LRL", "SumOfNorms"]

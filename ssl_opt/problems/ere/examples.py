@@ -11,7 +11,8 @@ import scipy.sparse as sp
 from ssl_opt.builders import knn_graph
 from ssl_opt.examples import Example
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.problems.ere.problem import ERE, LRL
+from ssl_opt.problems.ere.lrl import LRL
+from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.selection.generators import Generator, geometric_scales
 
 

@@ -109,7 +109,7 @@ def predict_from_scores(scores: np.ndarray, thresholds: np.ndarray | None = None
     return (scores >= thresholds[None, :]).astype(np.int64)
 
 
-class _LabelEmbedding(Problem):
+class LabelEmbedding(Problem):
     """Data, validation and prediction helpers shared by :class:`ERE` and :class:`LRL`."""
 
     family = "ere"
@@ -194,7 +194,7 @@ class _LabelEmbedding(Problem):
 # ---------------------------------------------------------------------------- ERE
 
 
-class ERE(_LabelEmbedding):
+class ERE(LabelEmbedding):
     r"""Elastic and robust embedding [004 eq. 9] (``robust=False``: [004 eq. 8]).
 
     Parameters
@@ -244,13 +244,34 @@ class ERE(_LabelEmbedding):
         return not self.robust
 
     def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model`: the graph term on F (GraphTV
-        'l2', or GraphQuadratic when squared), the fit on ``X @ W + b − F``, ``Ridge(W, β)``,
-        and ``FixedRows(F, range(l), Y)``
-        (:func:`ssl_opt.modeling.named.ere_model`, docs/design.md §6)."""
-        from ssl_opt.modeling.named import ere_model
+        """This problem as a :class:`~ssl_opt.modeling.Model` (docs/design.md §6), ``F_l = Y`` a
+        ``FixedRows`` constraint: robust [004 eq. 9] ``GraphTV(F, A, 1, "l2") + GroupNorms(X @ W
+        + b − F, α) + Ridge(W, β)``; squared [004 eq. 8] ``GraphQuadratic(F, D − A)
+        + SquaredError(X @ W + b − F, 0, α) + Ridge(W, β)``."""
+        from ssl_opt.modeling import (
+            FixedRows,
+            GraphQuadratic,
+            GraphTV,
+            GroupNorms,
+            Model,
+            Ridge,
+            SquaredError,
+            Variable,
+            matmul,
+        )
 
-        return ere_model(self)
+        F = Variable("F", (self.n, self.c))
+        W, b = Variable("W", (self.d, self.c)), Variable("b", (self.c,))
+        residual = matmul(self.X, W) + b - F
+        if self.robust:
+            terms = [GraphTV(F, self.A, 1.0, norm="l2"), GroupNorms(residual, self.alpha)]
+        else:
+            terms = [GraphQuadratic(F, self.laplacian, 1.0),
+                     SquaredError(residual, 0.0, self.alpha)]
+        terms.append(Ridge(W, self.beta))
+        return Model(terms, [FixedRows(F, np.arange(self.l), self.Y)], prediction=F,
+                     name="ere-robust" if self.robust else "ere-squared",
+                     unique_prediction=self.unique_prediction)
 
     # ------------------------------------------------------------------ evaluation
     def edge_differences(self, F: np.ndarray) -> np.ndarray:
@@ -492,104 +513,3 @@ class EREGroups(GroupOperator):
         sW = np.repeat(p.alpha * np.asarray(absX.sum(axis=0)).ravel(), p.c)
         sb = np.full(p.c, p.alpha * p.n)
         return np.concatenate([sF, sW, sb])
-
-
-# ---------------------------------------------------------------------------- LRL
-
-
-class LRL(_LabelEmbedding):
-    r"""Linearly regularized Laplacian, the rigid baseline [004 eq. 5]:
-
-    ``min_{W,b} tr(WᵀXᵀLXW) + α‖X_l W + 1bᵀ − Y‖_F² + β‖W‖_F²``     (L = D − A)
-
-    Same arguments as :class:`ERE` (no ``robust``). Variables ``W`` (d, c), ``b`` (c,); the
-    scores of every point are ``XW + 1bᵀ``. The minimizer solves the (d+1)×(d+1) normal
-    equations :meth:`normal_equations` (SPD since β > 0 and l ≥ 1).
-    """
-
-    def __init__(self, X, A, Y, alpha, beta):
-        self._setup(X, A, Y, alpha, beta)
-        self._freeze()
-
-    @property
-    def variables(self) -> dict[str, tuple[int, ...]]:
-        return {"W": (self.d, self.c), "b": (self.c,)}
-
-    @property
-    def structure(self) -> Structure:
-        sizes = self._sizes()
-        sizes["variables"] = (self.d + 1) * self.c
-        return Structure(self.family, "lrl", True, True, "QP", sizes, True)
-
-    def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model`: ``GraphQuadratic(X @ W, L)
-        + SquaredError((X @ W + b)[:l], Y, α) + Ridge(W, β)``
-        (:func:`ssl_opt.modeling.named.lrl_model`, docs/design.md §6)."""
-        from ssl_opt.modeling.named import lrl_model
-
-        return lrl_model(self)
-
-    def scores(self, x) -> np.ndarray:
-        """``XW + 1bᵀ`` (n, c)."""
-        return self.model_scores(x)
-
-    @cached_property
-    def _XLX(self) -> np.ndarray:
-        """``XᵀLX`` (d×d) through the graph's incidence: ``Σ_e A_e (x_i − x_j)(x_i − x_j)ᵀ``."""
-        DX = self.incidence @ self.X
-        DX = DX.toarray() if sp.issparse(DX) else np.asarray(DX)
-        return (DX * self.edge_w[:, None]).T @ DX
-
-    def normal_equations(self) -> tuple[np.ndarray, np.ndarray]:
-        """``(H, R)`` with ``H [W; bᵀ] = R``: ``H = [[XᵀLX + αX_lᵀX_l + βI, αX_lᵀ1],
-        [α1ᵀX_l, αl]]``, ``R = α[X_lᵀY; 1ᵀY]`` (the gradient of [004 eq. 5] set to 0, ÷2)."""
-        Xl = self.X[: self.l]
-        Xl = Xl.toarray() if sp.issparse(Xl) else Xl
-        d = self.d
-        H = np.empty((d + 1, d + 1))
-        H[:d, :d] = self._XLX + self.alpha * Xl.T @ Xl + self.beta * np.eye(d)
-        H[:d, d] = H[d, :d] = self.alpha * Xl.sum(axis=0)
-        H[d, d] = self.alpha * self.l
-        R = self.alpha * np.vstack([Xl.T @ self.Y, self.Y.sum(axis=0)[None, :]])
-        return H, R
-
-    def objective(self, x) -> float:
-        v = self.unpack(x)
-        W, b = v["W"], v["b"]
-        DXW = np.asarray(self.incidence @ (self.X @ W))
-        Rl = np.asarray(self.X[: self.l] @ W) + b[None, :] - self.Y
-        return (float(self.edge_w @ np.einsum("ij,ij->i", DXW, DXW))
-                + self.alpha * float(np.sum(Rl * Rl)) + self.beta * float(np.sum(W * W)))
-
-    def _gradient_terms(self, W, b) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """The terms of the gradient of [004 eq. 5], ``(2XᵀLXW, 2αX_lᵀR_l, 2βW, R_l)`` with
-        ``R_l = X_l W + 1bᵀ − Y``: ``∇_W`` is the sum of the first three, ``∇_b = 2αR_lᵀ1``."""
-        Xl = self.X[: self.l]
-        Rl = np.asarray(Xl @ W) + b[None, :] - self.Y
-        t1 = 2.0 * self._XLX @ W
-        t2 = 2.0 * self.alpha * np.asarray(Xl.T @ Rl)
-        t3 = 2.0 * self.beta * W
-        return t1, t2, t3, Rl
-
-    def gradient(self, x) -> dict[str, np.ndarray]:
-        """``∇_W = 2XᵀLXW + 2αX_lᵀ(X_l W + 1bᵀ − Y) + 2βW``, ``∇_b = 2α(X_l W + 1bᵀ − Y)ᵀ1``
-        [004 eq. 5] (twice the residual of :meth:`normal_equations`)."""
-        v = self.unpack(x)
-        t1, t2, t3, Rl = self._gradient_terms(v["W"], v["b"])
-        return {"W": t1 + t2 + t3, "b": 2.0 * self.alpha * Rl.sum(axis=0)}
-
-    residual_tolerances = {"stationarity": "stationarity"}
-
-    def _kkt(self, x) -> dict[str, float]:
-        """``stationarity``: ``|∇_j| / max(1, Σ|terms_j|)`` of [004 eq. 5] in (W, b)."""
-        v = self.unpack(x)
-        if not all(np.all(np.isfinite(a)) for a in v.values()):
-            return {"stationarity": float("inf")}
-        t1, t2, t3, Rl = self._gradient_terms(v["W"], v["b"])
-        gW = t1 + t2 + t3
-        sW = np.abs(t1) + np.abs(t2) + np.abs(t3)
-        gb = 2.0 * self.alpha * Rl.sum(axis=0)
-        sb = 2.0 * self.alpha * np.abs(Rl).sum(axis=0)
-        grad = np.concatenate([gW.ravel(), gb])
-        scale = np.maximum(1.0, np.concatenate([sW.ravel(), sb]))
-        return {"stationarity": float(np.max(np.abs(grad) / scale))}

@@ -310,12 +310,17 @@ class SumOfNorms(Problem):
         return False  # strictly convex only when Q ≻ 0 (not checked)
 
     def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model` in ``x``: ``QuadraticForm(x, Q, ½)
-        + Linear(x, c) + GroupNorms(row_blocks(G @ x − h, k), w)``
-        (:func:`ssl_opt.modeling.named.sum_of_norms_model`, docs/design.md §6)."""
-        from ssl_opt.modeling.named import sum_of_norms_model
+        """This problem as a :class:`~ssl_opt.modeling.Model` in ``x`` (docs/design.md §6):
+        ``QuadraticForm(x, Q, ½) + Linear(x, c) + GroupNorms(row_blocks(G @ x − h, k), w)``
+        (k = 1: ``GroupNorms`` of the vector ``G @ x − h`` itself)."""
+        from ssl_opt.modeling import GroupNorms, Linear, Model, QuadraticForm, Variable, matmul
+        from ssl_opt.modeling.expressions import row_blocks
 
-        return sum_of_norms_model(self)
+        x = Variable("x", (self.n,))
+        g = matmul(self.G, x) - self.h
+        terms = [QuadraticForm(x, self.Q, 0.5), Linear(x, self.c),
+                 GroupNorms(g if self.k == 1 else row_blocks(g, self.k), self.w)]
+        return Model(terms, prediction=x, name="sum-of-norms", unique_prediction=False)
 
     # ------------------------------------------------------------------ the form f + Σ w‖g‖
     def smooth_value(self, x: np.ndarray) -> float:

@@ -113,12 +113,14 @@ class LASS(Problem):
         return False
 
     def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model`: ``GraphQuadratic(Z, L, λ)
-        + LinearScore(Z, G)`` subject to ``SimplexRows(Z)``
-        (:func:`ssl_opt.modeling.named.lass_model`, docs/design.md §6)."""
-        from ssl_opt.modeling.named import lass_model
+        """This problem as a :class:`~ssl_opt.modeling.Model` (docs/design.md §6):
+        ``GraphQuadratic(Z, L, λ) + LinearScore(Z, G)`` subject to ``SimplexRows(Z)``."""
+        from ssl_opt.modeling import GraphQuadratic, LinearScore, Model, SimplexRows, Variable
 
-        return lass_model(self)
+        Z = Variable("Z", (self.N, self.K))
+        return Model([GraphQuadratic(Z, self.L, self.lam), LinearScore(Z, self.G)],
+                     [SimplexRows(Z)], prediction=Z, name="lass",
+                     unique_prediction=self.unique_prediction)
 
     # ------------------------------------------------------------------ evaluation
     def objective(self, x) -> float:

@@ -151,12 +151,26 @@ class LinearSVM(_DesignCosts, Problem):
                          self.design.sparse)
 
     def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model` in ``w`` (d,) and ``b``:
-        squared-hinge ``MarginLossTerm``s (weight c/2 per cost) + ``Ridge(w, λ/2) + Ridge(b, λ/2)``
-        (:func:`ssl_opt.modeling.named.linear_svm_model`, docs/design.md §6)."""
-        from ssl_opt.modeling.named import linear_svm_model
+        """This problem as a :class:`~ssl_opt.modeling.Model` in ``w`` (d,) and ``b``
+        (docs/design.md §6): ``λ/2(‖w‖² + b²) + ½ Σ_i c_i max(0, 1 − y_i f_i)²``, ``f = Xw + b``
+        — squared-hinge ``MarginLossTerm``s (weight c/2, one per distinct cost) + ``Ridge(w, λ/2)
+        + Ridge(b, λ/2)``, the bias regularized like w, as in SVMlin."""
+        from ssl_opt.modeling import MarginLossTerm, Model, Ridge, Variable, matmul
 
-        return linear_svm_model(self)
+        w = Variable("w", (self.design.d,))
+        f = matmul(self.design.X, w)
+        b = Variable("b") if self.bias else None
+        if b is not None:
+            f = f + b
+        terms = []
+        for c in np.unique(self.cost):
+            rows = np.flatnonzero(self.cost == c)
+            on = (f, self.y) if rows.size == self.y.size else (f[rows], self.y[rows])
+            terms.append(MarginLossTerm(*on, SquaredHinge(), 0.5 * c))
+        terms.append(Ridge(w, 0.5 * self.lam))
+        if b is not None:
+            terms.append(Ridge(b, 0.5 * self.lam))
+        return Model(terms, prediction=f, name="linear-svm", unique_prediction=True)
 
     def outputs(self, w: np.ndarray) -> np.ndarray:
         return self.design.matvec(w)

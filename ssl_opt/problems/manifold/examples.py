@@ -11,7 +11,7 @@ from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
 from ssl_opt.selection.generators import Generator, geometric_scales
 
 
-def _lapsvm(loss: str):
+def lapsvm_with_loss(loss: str):
     """``LapSVM`` with ``loss``, called like the ``LapRLS`` class."""
     def make(K, L, y, **kwargs):
         return LapSVM(K, L, y, loss=loss, **kwargs)
@@ -19,7 +19,7 @@ def _lapsvm(loss: str):
     return make
 
 
-def _moons(problem, normalized=False, bias=True):
+def moons_instance(problem, normalized=False, bias=True):
     def build():
         data = two_moons(n=120, n_labeled=6, noise=0.1, seed=1)
         K = rbf_kernel(data.X, sigma=0.35)
@@ -47,11 +47,11 @@ def _nystrom_moons():
 def register_examples():
     return [
         Example("lapsvm-moons", "manifold", "primal LapSVM (squared hinge), two moons n=120",
-                _moons(_lapsvm("squared_hinge"))),
+                moons_instance(lapsvm_with_loss("squared_hinge"))),
         Example("laprls-moons", "manifold", "LapRLS, two moons n=120, normalized L",
-                _moons(LapRLS, normalized=True)),
+                moons_instance(LapRLS, normalized=True)),
         Example("lapsvm-hinge-moons", "manifold", "original hinge LapSVM, two moons n=120",
-                _moons(_lapsvm("hinge"))),
+                moons_instance(lapsvm_with_loss("hinge"))),
         Example("lapsvm-logistic-blobs", "manifold",
                 "logistic LapSVM variant, Gaussian blobs n=100, heat-weighted normalized L",
                 _blobs_logistic),
@@ -95,11 +95,11 @@ def register_generators():
     bench = (40, 100, 250, 500, 1000, 2000)
     kinds = ("dense", "matrix-free", "nystrom", "dask")
     return [
-        Generator("manifold/squared_hinge", ("n",), _moons_at(_lapsvm("squared_hinge")),
+        Generator("manifold/squared_hinge", ("n",), _moons_at(lapsvm_with_loss("squared_hinge")),
                   "primal LapSVM, two moons with n points", grid, bench, kinds),
         Generator("manifold/squared", ("n",), _moons_at(LapRLS),
                   "LapRLS, two moons with n points", grid, bench, kinds),
-        Generator("manifold/hinge", ("n",), _moons_at(_lapsvm("hinge")),
+        Generator("manifold/hinge", ("n",), _moons_at(lapsvm_with_loss("hinge")),
                   "hinge LapSVM (references only), two moons with n points", grid, bench,
                   kinds),
     ]

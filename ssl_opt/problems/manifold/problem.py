@@ -174,12 +174,29 @@ class LapSVM(Problem):
         return bool(np.max(np.abs(self.L @ ones)) <= 1e-10 * max(1.0, _abs_max(self.L)))
 
     def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model`: ``MarginLossTerm(f[:l], y, loss, ½)
-        + RKHSNorm(alpha, K, γ_A/2) + GraphQuadratic(f, L, γ_I/2)``, ``f = K @ alpha + b``
-        (:func:`ssl_opt.modeling.named.lapsvm_model`, docs/design.md §6)."""
-        from ssl_opt.modeling.named import lapsvm_model
+        """This problem as a :class:`~ssl_opt.modeling.Model` (docs/design.md §6):
+        ``MarginLossTerm(f[:l], y, loss, ½) + RKHSNorm(alpha, K, γ_A/2)
+        + GraphQuadratic(f, L, γ_I/2)``, ``f = K @ alpha + b`` (``f = K @ alpha`` without bias);
+        L as the problem holds it (normalized, a power). ``pattern.lower_lapsvm`` reads it
+        back."""
+        from ssl_opt.modeling import (
+            GraphQuadratic,
+            MarginLossTerm,
+            Model,
+            RKHSNorm,
+            Variable,
+            matmul,
+        )
 
-        return lapsvm_model(self)
+        alpha = Variable("alpha", (self.n,))
+        f = matmul(self.K, alpha)
+        if self.bias:
+            f = f + Variable("b")
+        terms = [MarginLossTerm(f[: self.l], self.y, self.loss, 0.5),
+                 RKHSNorm(alpha, self.K, 0.5 * self.gamma_A),
+                 GraphQuadratic(f, self.L, 0.5 * self.gamma_I)]
+        return Model(terms, prediction=f, name=f"{type(self).__name__.lower()}[{self.variant}]",
+                     unique_prediction=self.unique_prediction)
 
     # ------------------------------------------------------------------ products
     def K_dot(self, v: np.ndarray) -> np.ndarray:
