@@ -250,6 +250,13 @@ def certificate_check(model: Model, x: dict, multipliers, max_iter: int = 200,
     return model.kkt(point, max_iter=max_iter, tol=tol, kink_tol=kink_tol)
 
 
+def kink_tolerance(tol: float) -> float:
+    """The certificate's kink tolerance for a solver's stopping test at target ``tol``: the
+    model's default 1e-6, or ``tol`` when smaller (at 1e-6 a point 1e-7 away from a kink of TV
+    passes, and the objective is then only ~1e-6 accurate)."""
+    return min(1e-6, tol)
+
+
 def warm_start_point(model: Model, warm_start) -> tuple[dict | None, list | None]:
     """``(variables, multipliers)`` of a solver's ``warm_start``: a previous Solution (whose
     ``info["multipliers"]`` are returned when they are a list with one finite array per

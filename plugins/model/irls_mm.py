@@ -94,7 +94,7 @@ from ssl_opt.plugins.model.irls_mm_system import (  # noqa: F401 (the tests' ent
     build_system,
     pair_count,
 )
-from ssl_opt.plugins.model.irls_newton import with_fixed_multipliers
+from ssl_opt.plugins.model.multipliers import with_fixed_multipliers
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History
 from ssl_opt.solvers import Option
 

@@ -16,7 +16,7 @@ from ssl_opt.modeling.model import Model
 from ssl_opt.numerics.ldl import PatternLDL
 from ssl_opt.plugins.model.common import certificate_check, worst
 from ssl_opt.plugins.model.irls_mm_system import HessianPattern, MMSystem
-from ssl_opt.plugins.model.irls_newton import kink_slack, with_fixed_multipliers
+from ssl_opt.plugins.model.multipliers import kink_slack, with_fixed_multipliers
 
 #: The certificate's own minimization runs only when the residual at the refined
 #: multipliers is within FULL_CHECK·tol; it then takes CHECK_ITERS iterations.

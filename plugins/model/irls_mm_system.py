@@ -14,7 +14,7 @@ from ssl_opt.modeling.expressions import Broadcast, Compose, Identity, MatMul, R
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import HuberNorms
 from ssl_opt.plugins.model.assembly import factor_matrix
-from ssl_opt.plugins.model.irls_newton import fixed_entries
+from ssl_opt.plugins.model.multipliers import fixed_entries
 
 
 # ---------------------------------------------------------------------------- level maps

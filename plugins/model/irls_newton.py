@@ -47,19 +47,15 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import scipy.linalg as la
 import scipy.sparse as sp
 
 from ssl_opt._validation import check_bool, check_positive, greater_than, integer
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import FixedRows
-from ssl_opt.numerics.ldl import PatternLDL
 from ssl_opt.plugins.model.assembly import (
     DENSE_FRACTION,
     DENSE_MAX_UNKNOWNS,
-    HessianAssembler,
-    KernelReduction,
     predicted_entries,
     unassemblable,
 )
@@ -82,6 +78,13 @@ from ssl_opt.plugins.model.kink_polish import (
     polish,
     refine_multipliers,
 )
+from ssl_opt.plugins.model.multipliers import (
+    fixed_entries,
+    kink_slack,
+    smoothed_multipliers,
+    with_fixed_multipliers,
+)
+from ssl_opt.plugins.model.newton_system import NewtonSystem
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option
 
@@ -96,8 +99,6 @@ CHECK_DELTA = 1e-6
 #: without success.
 POLISH_DELTA = 1e-8
 POLISH_TRIES = 3
-#: Relative diagonal shift of the dense Cholesky (kernel matrices are numerically singular).
-DENSE_SHIFT = 1e-13
 #: Iterations of the certificate's own minimization at a check; it runs only when the residual
 #: at the solver's multipliers (an upper bound, no minimization) is within FULL_CHECK·tol.
 CHECK_ITERS = 300
@@ -228,7 +229,7 @@ class _Run:
         theta[self.fixed] = self.fixed_values
         self.theta = theta
         self.free = np.setdiff1d(np.arange(model.size), self.fixed)
-        self.newton = _NewtonSystem(model, self.terms, self.free)
+        self.newton = NewtonSystem(model, self.terms, self.free)
         # No kink polish on a kernel expansion: its kink sets are numerically inconsistent
         # with f ∈ range(K) (measured: LapSVM + TV, the multipliers of the fused edges grow
         # without bound) or leave K's null directions free (LapRLS + ℓ1 on α).
@@ -457,41 +458,6 @@ class _Run:
         return model_solution(model, point, status, it, history, info)
 
 
-def kink_slack(model: Model, theta: np.ndarray, multipliers) -> float:
-    """``Σ_j max(0, g_j(z_j) − ⟨u_j, z_j⟩) / max(1, |F|)`` over the non-smooth terms, with
-    ``u_j`` their multipliers (inside the norm's dual ball): the part of the duality gap the
-    near-kink groups leave (``≈ w√δ`` per fused group of a smoothed minimizer), which the
-    stationarity residual does not see."""
-    values = model.unpack_flat(theta)
-    total = 0.0
-    for t, u in zip(model.nonsmooth_terms, multipliers, strict=False):
-        z = t.argument.value(values)
-        total += max(0.0, t.value(z) - float(np.sum(u * z)))
-    return total / max(1.0, abs(model.objective(values)))
-
-
-def smoothed_multipliers(model: Model, terms, zs, rough_ids, delta: float,
-                         grad: np.ndarray) -> list:
-    """The certificate's starting multipliers: ``∇g_{j,δ}(z_j)`` for each non-smooth term
-    (a subgradient up to O(√δ)) and the fixed-rows multipliers (:func:`fixed_multipliers`;
-    ``grad``: the flat gradient of Φ_δ)."""
-    out = [t.smoothed(z, delta, hessian=False)[1] for t, z in zip(terms, zs, strict=True)
-           if id(t) in rough_ids]
-    return out + fixed_multipliers(model, grad)
-
-
-def fixed_multipliers(model: Model, grad: np.ndarray) -> list:
-    """For each fixed-rows constraint, minus the objective's flat gradient ``grad`` on its
-    rows: the normal-cone element that cancels it there."""
-    out = []
-    for c in model.constraints:
-        var = c.argument.variables[0]
-        u = np.zeros(c.shape)
-        u[c.rows] = -grad[model.slices[var.name]].reshape(var.shape)[c.rows]
-        out.append(u)
-    return out
-
-
 def _polished(model, terms, rough_ids, theta, delta, multipliers, system, free, tol):
     """The kink-set polish (:mod:`ssl_opt.plugins.model.kink_polish`) from a stage end, as a
     candidate ``(θ, multipliers)``, or None."""
@@ -505,34 +471,10 @@ def _polished(model, terms, rough_ids, theta, delta, multipliers, system, free, 
     return point, with_fixed_multipliers(model, point, rough)
 
 
-def with_fixed_multipliers(model: Model, theta: np.ndarray, rough: list) -> list:
-    """The non-smooth terms' multipliers ``rough`` followed by the fixed-rows multipliers
-    that cancel the gradient they leave on the fixed rows."""
-    values = model.unpack_flat(theta)
-    grad = model.pack(model.smooth_gradient(values))
-    for t, u in zip(model.nonsmooth_terms, rough, strict=True):
-        grad += model.pack(t.argument.adjoint(u))
-    return list(rough) + fixed_multipliers(model, grad)
-
-
 def _kernel_sized(model: Model) -> bool:
     from ssl_opt.plugins.model.common import kernel_expansion
 
     return kernel_expansion(model, model.terms)
-
-
-def fixed_entries(model: Model) -> tuple[np.ndarray, np.ndarray]:
-    """Flat indices and values of the entries fixed by ``FixedRows`` on bare variables."""
-    idx, vals = [], []
-    slices = model.slices
-    for c in model.constraints:
-        var = c.argument.variables[0]
-        block = np.arange(slices[var.name].start, slices[var.name].stop).reshape(var.shape)
-        idx.append(np.ravel(block[c.rows]))
-        vals.append(np.ravel(c.values))
-    if not idx:
-        return np.zeros(0, dtype=np.int64), np.zeros(0)
-    return np.concatenate(idx), np.concatenate(vals)
 
 
 def _richardson(d1: float, a1, d2: float, a2):
@@ -565,77 +507,6 @@ def _predict(ends, delta: float, theta: np.ndarray, fixed, fixed_values,
     if not np.all(np.isfinite(guess)):
         return theta
     return guess if smoothed_value(guess, delta) < smoothed_value(theta, delta) else theta
-
-
-class _NewtonSystem:
-    """``H_ff d_f = −g_f`` over the free entries, H assembled from the terms' Hessians."""
-
-    def __init__(self, model: Model, terms, free: np.ndarray):
-        self.model, self.free = model, free
-        self.assembler = HessianAssembler(model, terms)
-        self.ldl = PatternLDL()
-        self.dense: bool | None = None
-        self.factorizations = 0
-        self.reduction = None
-        if self.assembler.has_dense_core:
-            reduction = KernelReduction(self.assembler, model)
-            alpha = reduction.alpha
-            if reduction.applies and np.isin(np.arange(alpha.start, alpha.stop), free).all():
-                self.reduction = reduction
-                self.dense = True
-
-    def direction(self, hessians, grad: np.ndarray, theta: np.ndarray,
-                  gradients) -> np.ndarray:
-        self.factorizations += 1
-        if self.reduction is not None:
-            u = self.reduction.pulled_core(gradients)
-            return self.reduction.direction(hessians, u, grad, theta, self.free)
-        H = self.assembler.assemble(hessians, dense=self.dense)
-        self.dense = not sp.issparse(H)
-        f = self.free
-        rhs = -grad[f]
-        d = np.zeros(self.model.size)
-        if self.dense:
-            Hf = H[np.ix_(f, f)] if f.size < H.shape[0] else H
-            d[f] = _dense_solve(Hf, rhs)
-        else:
-            Hf = H[f][:, f] if f.size < H.shape[0] else H
-            d[f] = _sparse_solve(self.ldl, Hf, rhs)
-        return d
-
-
-def _dense_solve(H: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-    """Cholesky with a relative shift (raised ×100 until it factors)."""
-    diag = np.abs(np.diag(H))
-    base = float(np.max(diag, initial=0.0)) or 1.0
-    shift = DENSE_SHIFT * base
-    for _ in range(8):
-        try:
-            A = H + shift * np.eye(H.shape[0]) if shift else H
-            return la.cho_solve(la.cho_factor(A, lower=False, check_finite=False), rhs,
-                                check_finite=False)
-        except la.LinAlgError:
-            shift *= 100.0
-    return la.lstsq(H, rhs, check_finite=False)[0]
-
-
-def _sparse_solve(ldl: PatternLDL, H, rhs: np.ndarray) -> np.ndarray:
-    """Sparse LDLᵀ in a reused pattern; a shifted retry, then SuperLU, when it is not positive
-    definite."""
-    from ssl_opt.exceptions import InvalidInputError
-
-    H = sp.csc_matrix(H)
-    base = float(np.max(np.abs(H.diagonal()), initial=0.0)) or 1.0
-    shift = 0.0
-    for _ in range(6):
-        try:
-            A = H + shift * sp.identity(H.shape[0], format="csc") if shift else H
-            ldl.factor(A)
-            ldl.check_positive()
-            return ldl.solve(rhs)
-        except (InvalidInputError, RuntimeError, ValueError):
-            shift = DENSE_SHIFT * base if shift == 0 else shift * 100.0
-    return np.zeros_like(rhs)  # no direction: the caller falls back to the gradient
 
 
 @hookimpl

@@ -71,10 +71,10 @@ from ssl_opt.plugins.model.common import (
     ModelSolver,
     SmoothPart,
     certificate_check,
+    kink_tolerance,
     pass_seconds,
     warm_start_point,
 )
-from ssl_opt.plugins.model.pdhg import kink_tolerance
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option
 

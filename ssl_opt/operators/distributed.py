@@ -64,6 +64,19 @@ import scipy.sparse as sp
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.cgls import CGLSResult, cgls_start, iteration_cap
 from ssl_opt.operators._cluster import resolve_client, sync_seconds
+from ssl_opt.operators.dask_blocks import (
+    as_block,
+    block_cgls_rows,
+    block_cgls_start,
+    block_cgls_step,
+    block_cgls_true_residual,
+    block_info,
+    block_matvec,
+    block_nnz,
+    block_rmatvec,
+    take_rows,
+    vstack_blocks,
+)
 from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 
 _F8 = 8  # bytes per float64
@@ -102,96 +115,6 @@ class DaskTraffic:
     def reset(self) -> None:
         for name, value in asdict(self).items():
             setattr(self, name, type(value)())
-
-
-# --------------------------------------------------------------------- worker-side functions
-def _as_block(chunk):
-    """A chunk as a float64 CSR matrix in canonical format, or a C-contiguous float64 array."""
-    if sp.issparse(chunk):
-        block = sp.csr_matrix(chunk, dtype=np.float64)
-        if not block.has_canonical_format:
-            block = block.copy()  # never modify a chunk someone else holds
-            block.sum_duplicates()
-        return block
-    if hasattr(chunk, "tocsr") and not isinstance(chunk, np.ndarray):  # pydata sparse
-        return _as_block(chunk.tocsr())
-    return np.ascontiguousarray(np.asarray(chunk), dtype=np.float64)
-
-
-def _block_info(block) -> tuple[int, int, int, bool, bool]:
-    """``(rows, columns, stored entries, sparse, all finite)`` of one block."""
-    data = block.data if sp.issparse(block) else block
-    nnz = int(block.nnz) if sp.issparse(block) else int(block.size)
-    return (int(block.shape[0]), int(block.shape[1]), nnz, sp.issparse(block),
-            bool(np.all(np.isfinite(data))))
-
-
-def _nnz(block) -> int:
-    return int(block.nnz) if sp.issparse(block) else int(block.size)
-
-
-def _vstack(*blocks):
-    if sp.issparse(blocks[0]):
-        return sp.vstack(blocks, format="csr")
-    return np.vstack(blocks)
-
-
-def _matvec(block, w):
-    return np.asarray(block @ w, dtype=np.float64).ravel()
-
-
-def _rmatvec(block, v):
-    return np.asarray(block.T @ v, dtype=np.float64).reshape((block.shape[1],) + v.shape[1:])
-
-
-def _take(block, index):
-    return block[index]
-
-
-def _cgls_rows(block, C, b):
-    """CGLS's per-row weights and targets of one block, kept on the block's worker for the
-    whole solve (``block`` is an argument only so the task runs where the block is)."""
-    assert block.shape[0] == C.size == b.size
-    return C, b
-
-
-def _outputs(block, w, bias: bool):
-    """``X̃_b w`` exactly as :meth:`DaskDesign.matvec` computes it."""
-    d = block.shape[1]
-    out = _matvec(block, w[:d])
-    if bias:
-        out += w[d]
-    return out
-
-
-def _with_bias(block, v, bias: bool):
-    """``X̃_bᵀ v``: ``X_bᵀ v`` with the bias row ``Σ v`` appended."""
-    head = _rmatvec(block, v)
-    return np.concatenate([head, v.sum(axis=0, keepdims=True)]) if bias else head
-
-
-def _cgls_start(block, rows, o, beta, bias: bool):
-    """``X̃_bᵀ [z_b, C_b b_b]`` with ``z_b = C_b (b_b − o_b)``, as the in-memory CGLS starts
-    (``o_b = X̃_b β`` computed here when not given)."""
-    C, b = rows
-    if o is None:
-        o = _outputs(block, beta, bias)
-    return _with_bias(block, np.column_stack([C * (b - o), C * b]), bias)
-
-
-def _cgls_step(block, rows, p, bias: bool):
-    """One fused CGLS product on a block: ``q_b = X̃_b p``, returns ``[X̃_bᵀ(C_b q_b), q_bᵀC_b q_b]``
-    (``dim + 1`` floats)."""
-    C = rows[0]
-    q = _outputs(block, p, bias)
-    Cq = C * q
-    return np.append(_with_bias(block, Cq, bias), Cq @ q)
-
-
-def _cgls_true_residual(block, rows, beta, bias: bool):
-    """``X̃_bᵀ C_b (b_b − X̃_b β)`` from ``β`` itself (no recurrence)."""
-    C, b = rows
-    return _with_bias(block, C * (b - _outputs(block, beta, bias)), bias)
 
 
 # ------------------------------------------------------------------------------- the design
@@ -254,9 +177,9 @@ class DaskDesign(LinearDesign):
         X = _as_dask_array(X, max(1, len(slots)), name)
         import dask
 
-        chunks = [dask.delayed(_as_block)(part) for part in X.to_delayed().ravel()]
+        chunks = [dask.delayed(as_block)(part) for part in X.to_delayed().ravel()]
         futures = self._client.compute(chunks)
-        info = self._client.gather(self._client.map(_block_info, futures, pure=False))
+        info = self._client.gather(self._client.map(block_info, futures, pure=False))
         self._check(info, name)
         if merge and len(futures) > 1 and slots:
             futures, info = self._merge(futures, info, slots)
@@ -290,12 +213,12 @@ class DaskDesign(LinearDesign):
         k = len(slots)
         cuts = np.searchsorted(ends, ends[-1] * np.arange(1, k) / k, "left") + 1
         groups = [g for g in np.split(np.arange(len(futures)), np.unique(cuts)) if g.size]
-        merged = [self._client.submit(_vstack, *[futures[i] for i in g], pure=False,
+        merged = [self._client.submit(vstack_blocks, *[futures[i] for i in g], pure=False,
                                       workers=[slots[j]], allow_other_workers=True)
                   if g.size > 1 else futures[g[0]] for j, g in enumerate(groups)]
         merged_info = [(int(rows[g].sum()), info[0][1], sum(info[k][2] for k in g), info[0][3],
                         True) for g in groups]
-        self._client.gather(self._client.map(_nnz, merged, pure=False))  # wait: chunks freed
+        self._client.gather(self._client.map(block_nnz, merged, pure=False))  # wait: chunks freed
         return merged, merged_info
 
     def _setup(self, blocks, sizes, d, bias, sparse, traffic, fused) -> None:
@@ -364,7 +287,7 @@ class DaskDesign(LinearDesign):
     def nnz(self) -> int:
         """Stored entries of ``X`` (counted on the workers once)."""
         if self._nnz is None:
-            futures = self._client.map(_nnz, self._blocks, pure=False)
+            futures = self._client.map(block_nnz, self._blocks, pure=False)
             self._nnz = int(sum(self._client.gather(futures)))
         return self._nnz
 
@@ -375,7 +298,7 @@ class DaskDesign(LinearDesign):
             return np.zeros(0)
         start = time.perf_counter()
         head = w[: self.d]
-        pieces = [self._client.submit(_matvec, b, head, pure=False) for b in self._blocks]
+        pieces = [self._client.submit(block_matvec, b, head, pure=False) for b in self._blocks]
         out = np.concatenate(self._client.gather(pieces))
         if self.bias:
             out += w[self.d]
@@ -398,7 +321,7 @@ class DaskDesign(LinearDesign):
             return out
         start = time.perf_counter()
         o = self._offsets
-        parts = [self._client.submit(_rmatvec, b, v[o[k]:o[k + 1]], pure=False)
+        parts = [self._client.submit(block_rmatvec, b, v[o[k]:o[k + 1]], pure=False)
                  for k, b in enumerate(self._blocks)]
         tasks, between = len(parts), 0
         while len(parts) > 1:
@@ -496,7 +419,7 @@ class DaskDesign(LinearDesign):
     def _send_rows(self, C: np.ndarray, b: np.ndarray) -> list:
         """``(C_b, b_b)`` on each block's worker for the solve (futures, not waited for)."""
         o = self._offsets
-        rows = [self._client.submit(_cgls_rows, block, C[o[k]:o[k + 1]], b[o[k]:o[k + 1]],
+        rows = [self._client.submit(block_cgls_rows, block, C[o[k]:o[k + 1]], b[o[k]:o[k + 1]],
                                     pure=False) for k, block in enumerate(self._blocks)]
         t = self.traffic
         t.tasks += len(rows)
@@ -508,11 +431,11 @@ class DaskDesign(LinearDesign):
         start = time.perf_counter()
         o = self._offsets
         if outputs0 is None:
-            parts = self._map(_cgls_start, rows, None, beta, self.bias)
+            parts = self._map(block_cgls_start, rows, None, beta, self.bias)
             sent = _F8 * self.dim * len(parts)
         else:
             outputs0 = np.asarray(outputs0, dtype=np.float64)
-            parts = [self._client.submit(_cgls_start, block, rb, outputs0[o[k]:o[k + 1]], None,
+            parts = [self._client.submit(block_cgls_start, block, rb, outputs0[o[k]:o[k + 1]], None,
                                          self.bias, pure=False)
                      for k, (block, rb) in enumerate(zip(self._blocks, rows, strict=True))]
             sent = _F8 * self.n
@@ -523,7 +446,7 @@ class DaskDesign(LinearDesign):
     def _step(self, rows, p: np.ndarray) -> tuple[np.ndarray, float]:
         """``(X̃ᵀCX̃p, pᵀX̃ᵀCX̃p)``: one synchronization."""
         start = time.perf_counter()
-        parts = self._map(_cgls_step, rows, p, self.bias)
+        parts = self._map(block_cgls_step, rows, p, self.bias)
         total = self._sum(parts, self.dim + 1)
         self.traffic.cgls_steps += 1
         self._count(parts, _F8 * self.dim * len(parts), 2 * self.n, start)
@@ -532,7 +455,7 @@ class DaskDesign(LinearDesign):
     def _true_residual(self, rows, beta: np.ndarray) -> np.ndarray:
         """``X̃ᵀC(b − X̃β)`` from ``β``: one synchronization."""
         start = time.perf_counter()
-        parts = self._map(_cgls_true_residual, rows, beta, self.bias)
+        parts = self._map(block_cgls_true_residual, rows, beta, self.bias)
         total = self._sum(parts, self.dim)
         self.traffic.residual_checks += 1
         self._count(parts, _F8 * self.dim * len(parts), 2 * self.n, start)
@@ -581,7 +504,7 @@ class DaskDesign(LinearDesign):
         owner = np.searchsorted(self._offsets, idx, side="right") - 1
         starts = np.concatenate([[0], np.flatnonzero(np.diff(owner)) + 1])
         ends = np.append(starts[1:], idx.size)
-        blocks = [self._client.submit(_take, self._blocks[owner[a]],
+        blocks = [self._client.submit(take_rows, self._blocks[owner[a]],
                                       idx[a:e] - self._offsets[owner[a]], pure=False)
                   for a, e in zip(starts, ends, strict=True)]
         self.traffic.tasks += len(blocks)
@@ -598,7 +521,7 @@ class DaskDesign(LinearDesign):
             if a == o[k] and e == o[k + 1]:
                 blocks.append(block)  # shared: no copy
             else:
-                blocks.append(self._client.submit(_take, block, slice(a - o[k], e - o[k]),
+                blocks.append(self._client.submit(take_rows, block, slice(a - o[k], e - o[k]),
                                                   pure=False))
                 self.traffic.tasks += 1
             sizes.append(e - a)

@@ -26,7 +26,8 @@ from ssl_opt.modeling.terms import (
     SimplexRows,
     SquaredError,
 )
-from ssl_opt.plugins.model.admm_split import ADMMSplit, View
+from ssl_opt.plugins.model.admm_split import ADMMSplit
+from ssl_opt.plugins.model.admm_view import View
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED
 
 SOLVER = ADMMSplit()

@@ -115,8 +115,8 @@ def test_weighted_system_is_the_majorizer_hessian():
     model = _small_norm_model()
     system = irls_mm.build_system(model)
     assert system.separable and system.C == 3
-    form = irls_mm._ModelForm(model, system, 1e-8, 1e-7)
-    step = irls_mm._Step(form)
+    form = irls_mm.ModelForm(model, system, 1e-8, 1e-7)
+    step = irls_mm.MMStep(form)
     rng = np.random.default_rng(3)
     weights = [rng.uniform(0.1, 2.0, p.A.shape[0]) for p in system.norms + system.hubers]
     upper = step.pattern.matrix(weights)
@@ -139,8 +139,8 @@ def test_gradient_and_hessian_products_against_finite_differences():
     terms' own ``smoothed``/``value`` oracles at the model's flat θ."""
     model = _small_norm_model()
     system = irls_mm.build_system(model)
-    form = irls_mm._ModelForm(model, system, 1e-8, 1e-7)
-    step = irls_mm._Step(form)
+    form = irls_mm.ModelForm(model, system, 1e-8, 1e-7)
+    step = irls_mm.MMStep(form)
     delta = 0.05
     rng = np.random.default_rng(5)
     X = rng.standard_normal((system.free.size, system.C))
@@ -171,8 +171,8 @@ def test_steps_decrease_the_smoothed_objective():
     smoothed values)."""
     model = _small_norm_model()
     system = irls_mm.build_system(model)
-    form = irls_mm._ModelForm(model, system, 1e-8, 1e-7)
-    step = irls_mm._Step(form)
+    form = irls_mm.ModelForm(model, system, 1e-8, 1e-7)
+    step = irls_mm.MMStep(form)
     run = irls_mm._Run(form, step, {"verbose": False, "tol": 1e-8})
     X = np.zeros((system.free.size, system.C))
     previous = np.inf

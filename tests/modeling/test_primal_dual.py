@@ -35,7 +35,8 @@ from ssl_opt.modeling.terms import (
     SquaredError,
 )
 from ssl_opt.plugins.model.mirror import Mirror, entropic_step
-from ssl_opt.plugins.model.pdhg import PDHG, Split
+from ssl_opt.plugins.model.pdhg import PDHG
+from ssl_opt.plugins.model.pdhg_split import Split
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL
 
 PDHG_SOLVER, MIRROR_SOLVER = PDHG(), Mirror()

@@ -620,7 +620,7 @@ def test_nonneg_qp_matches_scipy_nnls(guess):
     the guess of the unconstrained solution's positive set; near-singular P included."""
     from scipy.optimize import nnls
 
-    from ssl_opt.plugins.npkl.bcd import _nonneg_qp
+    from ssl_opt.numerics.small_qp import nonneg_qp
 
     rng = np.random.default_rng(11)
     for _ in range(300):
@@ -631,7 +631,7 @@ def test_nonneg_qp_matches_scipy_nnls(guess):
         L = np.linalg.cholesky(P)
         expected = nnls(L.T, np.linalg.solve(L, q))[0]
         start = np.linalg.solve(P, q) > 0 if guess else None
-        got = _nonneg_qp(P, q, start)
+        got = nonneg_qp(P, q, start)
         assert np.all(got >= 0.0)
         np.testing.assert_allclose(got, expected, atol=1e-9 * max(1.0, np.abs(expected).max()))
 
