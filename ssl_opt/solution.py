@@ -11,6 +11,7 @@ import numpy as np
 OPTIMAL = "optimal"
 EARLY_STOPPED = "early_stopped"
 MAX_ITERATIONS = "max_iterations"
+TIME_LIMIT = "time_limit"  # a time limit the user set was reached first
 STALLED = "stalled"
 INACCURATE = "inaccurate"  # a reference solver finished short of its tolerances
 FAILED = "failed"

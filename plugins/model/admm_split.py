@@ -59,7 +59,6 @@ full certificate deciding its status.
 
 from __future__ import annotations
 
-import time
 import warnings
 
 import numpy as np
@@ -82,14 +81,14 @@ from ssl_opt.plugins.model.admm_view import (
 )
 from ssl_opt.plugins.model.common import (
     ModelSolver,
-    certificate_check,
     kernel_expansion,
     lacking,
     model_solution,
     warm_start_point,
     worst,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT
 from ssl_opt.solvers import Option
 
 #: Over-relaxation α (Boyd et al. 2011 §3.4.3: 1.5–1.8 works well).
@@ -136,7 +135,8 @@ class ADMMSplit(ModelSolver):
                            "iteration (0: plain ADMM)", integer(0)),
         "warm_start": Option(None, "a previous Solution (its multipliers start the duals) or "
                              "a dict of the model's variables"),
-        "verbose": Option(False, "print progress at every check", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
@@ -186,20 +186,18 @@ class ADMMSplit(ModelSolver):
         return float("nan") if view.reason else predicted_seconds(view)
 
     def _run(self, model: Model, tol, max_iter, check_every, rho, adaptive_rho, relaxation,
-             anderson, warm_start, verbose):
+             anderson, warm_start, time_limit, verbose):
         return _Run(self, model, tol, max_iter, check_every, rho, adaptive_rho, relaxation,
-                    anderson, verbose).solve(warm_start)
+                    anderson, time_limit, verbose).solve(warm_start)
 
 
-class _Run:
+class _Run(Run):
     def __init__(self, solver, model, tol, max_iter, check_every, rho, adaptive_rho,
-                 relaxation, anderson, verbose):
-        self.solver, self.model = solver, model
-        self.tol, self.max_iter, self.check_every = tol, max_iter, check_every
+                 relaxation, anderson, time_limit, verbose):
+        super().__init__(solver.name, model, tol, max_iter, time_limit, verbose)
+        self.solver, self.check_every = solver, check_every
         self.rho0, self.adaptive, self.alpha = rho, adaptive_rho, relaxation
         self.anderson = anderson
-        self.verbose = verbose
-        self.start = time.perf_counter()
         self.view = view_of(model)
         v = self.view
         self.free = list(model.nonsmooth_terms + model.constraints)
@@ -267,8 +265,6 @@ class _Run:
             q.append(y if mult0 is None else y + v.term_array(k, mult0[j]) / self.rho)
         q = self._stack(q)
         aa = SafeguardedAnderson(q.size, self.anderson, clear_on_reject=True)
-        history = History()
-        self.best = None  # (score, x, multipliers)
         self.last_obj = np.nan
         self.failed_at_fixed_point = 0
         status, next_check = None, self.check_every
@@ -285,7 +281,7 @@ class _Run:
             if self.evaluations < next_check:
                 continue
             next_check = self.evaluations + self.check_every
-            status, adapt = self._check(self.evaluations, step, history)
+            status, adapt = self._check(self.evaluations, step)
             if status is not None:
                 break
             if adapt is not None and self.evaluations < self.max_iter:
@@ -295,9 +291,9 @@ class _Run:
                 aa.observe(q, step[0])
         it = self.evaluations
         if self.best is None:  # max_iter below check_every: measure the last iterate
-            self._check(it, step, history)
+            self._check(it, step)
         info = {"anderson_accepted": aa.accepted, "anderson_rejected": aa.rejected}
-        return self._finish(status or MAX_ITERATIONS, it, history, info)
+        return self._finish(status or MAX_ITERATIONS, it, info)
 
     def _stack(self, arrays) -> np.ndarray:
         return np.concatenate([np.ravel(a) for a in arrays])
@@ -348,7 +344,7 @@ class _Run:
         self.factor = self._factor(new_rho)
         return self._stack(out)
 
-    def _check(self, it, step, history):
+    def _check(self, it, step):
         """Residuals, the certificate when they are small, ρ adaptation: ``(status, new ρ)``."""
         v, model, rho = self.view, self.model, self.rho
         image, _, x, ys, zs, _ = step
@@ -374,35 +370,28 @@ class _Run:
         mult = [rho * u.reshape(t.shape) for u, t in zip(us, self.free, strict=True)]
         # The objective only near the end (its stability is part of the stop).
         obj = model.objective(values) if score <= 100 * self.tol else np.nan
-        row = {"iteration": it, "objective": obj, "primal": rel_p, "dual": rel_d, "rho": rho,
-               "time": time.perf_counter() - self.start}
-        if self.best is None or (self.best[0] >= 0 and score <= self.best[0]):
-            self.best = (score, x.copy(), mult)
+        row = {"iteration": it, "objective": obj, "primal": rel_p, "dual": rel_d, "rho": rho}
+        self.keep(score, x, mult)
         status = None
         if score <= self.tol:
-            kink = min(1e-6, self.tol)
-            cert = certificate_check(model, values, mult, 0, 1e-6, kink)
+            cert = self.certify(values, mult, 0, 1e-6)
             row["certificate"] = worst(cert)
             if worst(cert) > self.tol and score <= FIXED_POINT * self.tol:
                 # At a fixed point the bound at the ADMM multipliers failed: the certificate's
                 # own minimization decides; failing repeatedly, the fixed point is STALLED (a
                 # prox inconsistent with its term's subdifferential).
-                cert = certificate_check(model, values, mult, CHECK_ITERS, 1e-6, kink)
+                cert = self.certify(values, mult, CHECK_ITERS, 1e-6)
                 row["certificate"] = worst(cert)
                 self.failed_at_fixed_point += worst(cert) > self.tol
                 if self.failed_at_fixed_point >= STALL_CHECKS:
                     status = STALLED
             stable = abs(obj - self.last_obj) <= OBJECTIVE_STABLE * max(1.0, abs(obj))
             if row["certificate"] <= self.tol and stable:
-                self.best = (-1.0, x.copy(), mult)
+                self.certified(x, mult)
                 status = OPTIMAL
         self.last_obj = obj
-        history.append(**row)
-        if self.verbose:
-            print(f"[admm-split] it {it:6d} obj {obj:.15g} primal {rel_p:.2e} dual "
-                  f"{rel_d:.2e} rho {rho:.3g}"
-                  + (f" cert {row['certificate']:.2e}" if "certificate" in row else ""),
-                  flush=True)
+        self.record(**row)
+        status = status or (TIME_LIMIT if self.out_of_time() else None)
         adapt = None
         if (status is None and self.adaptive and self.refactors <= MAX_REFACTORS
                 and rel_d > 0 and rel_p > 0
@@ -416,19 +405,15 @@ class _Run:
             return None
         return v.kernel @ v.block(x, v.kernel_var)
 
-    def _finish(self, status, it, history, info):
+    def _finish(self, status, it, info):
         v, model = self.view, self.model
         _, x, mult = self.best
         values = v.to_values(x)
         info.update(multipliers=mult, refactorizations=self.refactors, rho=self.rho,
-                    columns=v.columns, kernel_reduced=v.kernel is not None)
-        if status != OPTIMAL:
-            cert = certificate_check(model, values, mult, 2000, 1e-10, min(1e-6, self.tol))
-            info["certificate"] = cert
-            if worst(cert) <= self.tol:
-                status = OPTIMAL
-        theta = model.pack(values)
-        return model_solution(model, theta, status, it, history, info)
+                    columns=v.columns, kernel_reduced=v.kernel is not None,
+                    certificates=self.certificates)
+        status = self.final_status(status, values, mult, info)
+        return model_solution(model, model.pack(values), status, it, self.history, info)
 
 
 @hookimpl

@@ -32,8 +32,6 @@ Hessian carries K²) the solver stops with status ``stalled`` and says why in
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ssl_opt._validation import check_bool, check_positive, choice, integer
@@ -52,7 +50,8 @@ from ssl_opt.plugins.model.common import (
     start_point,
     too_slow,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
 from ssl_opt.solvers import Option
 
 #: ``L`` is multiplied by this after each accepted step (the step may grow back).
@@ -87,7 +86,8 @@ class FISTA(ModelSolver):
         "warm_start": Option(None, "a previous Solution or dict of the model's variables"),
         "check_terms": Option(True, "check user terms' gradients and proxes numerically "
                               "before trusting them", check_bool),
-        "verbose": Option(False, "print each certificate check", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
@@ -123,13 +123,12 @@ class FISTA(ModelSolver):
         return 1e-3 + iterations * per_iteration
 
     def _run(self, model: Model, tol, max_iter, restart, check_every, warm_start,
-             check_terms, verbose) -> Solution:
-        start = time.perf_counter()
+             check_terms, time_limit, verbose) -> Solution:
+        run = Run(self.name, model, tol, max_iter, time_limit, verbose)
         split = _Split(model)
         theta = start_point(model, warm_start)
         if check_terms:
             check_user_terms(model, model.all_terms, theta)
-        history = History()
         kink_tol = float(model.kkt_options["kink_tol"].default)
 
         x, zx = theta, split.forward(theta)
@@ -145,8 +144,7 @@ class FISTA(ModelSolver):
             phi_x = Fx + split.g(x)
             best = (phi_x, x, None)
             stat, multipliers = split.certificate(x, gy, gy_scale, None, kink_tol)
-            history.append(iteration=0, objective=phi_x, stationarity=stat, L=L,
-                           time=time.perf_counter() - start)
+            run.record(iteration=0, objective=phi_x, stationarity=stat, L=L)
         stalled, backtracks, why = False, 0, ""
         trace: list[tuple[int, float]] = [] if best is None else [(0, stat)]
         while stat > tol and it < max_iter:
@@ -196,12 +194,12 @@ class FISTA(ModelSolver):
                 if gx is None:
                     gx, gx_scale = pulled_gradient(model, split.smooth, zx)
                 stat, multipliers = split.certificate(x, gx, gx_scale, u, kink_tol)
-                history.append(iteration=it, objective=phi_n, stationarity=stat, L=L,
-                               time=time.perf_counter() - start)
-                if verbose:
-                    print(f"[fista] it {it:6d}  Φ = {phi_n:.12g}  stationarity {stat:.2e}  "
-                          f"L = {L:.3g}  restarts {restarts}", flush=True)
+                run.record(iteration=it, objective=phi_n, stationarity=stat, L=L,
+                           restarts=restarts)
                 if stat <= tol:
+                    break
+                if run.out_of_time():
+                    status = TIME_LIMIT
                     break
                 trace.append((it, min(stat, trace[-1][1]) if trace else stat))
                 if it % 100 == 0:
@@ -228,7 +226,7 @@ class FISTA(ModelSolver):
             status = OPTIMAL if ok else STALLED
         elif stalled:
             status = STALLED
-        return model_solution(model, point, status, it, history,
+        return model_solution(model, point, status, it, run.history,
                               {"multipliers": multipliers, "certificate": residuals,
                                "stationarity": measured, "restarts": restarts,
                                "backtracks": backtracks, "lipschitz": L,

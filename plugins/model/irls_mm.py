@@ -67,7 +67,6 @@ before the elimination).
 
 from __future__ import annotations
 
-import time
 import weakref
 
 import numpy as np
@@ -94,8 +93,9 @@ from ssl_opt.plugins.model.irls_mm_system import (  # noqa: F401 (the tests' ent
     build_system,
     pair_count,
 )
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.multipliers import with_fixed_multipliers
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED
 from ssl_opt.solvers import Option
 
 #: Upper-triangle contributions ``Σ_rows q_r(q_r + 1)/2`` (q_r: the nonzeros of a row of a
@@ -153,7 +153,7 @@ class _Run(KinkPolish):
         from ssl_opt.numerics.anderson import SafeguardedAnderson
 
         opts, step, form = self.opts, self.step, self.form
-        start = time.perf_counter()
+        run = Run("irls-mm", form.model, opts["tol"], opts["max_iter"], opts.get("time_limit"))
         C, nf = self.system.C, self.system.free.size
         X = np.zeros((nf, C)) if opts["x0"] is None else np.reshape(opts["x0"], (nf, C))
         if opts["x0"] is None:  # the quadratic model: every norm as ½‖z‖²
@@ -163,7 +163,7 @@ class _Run(KinkPolish):
         sigma = sigma if sigma > 1e-12 * form.value_scale else form.value_scale
         delta = opts["delta0"] * sigma**2
         lowest = DELTA_FLOOR * sigma**2
-        history, it, status = History(), 0, MAX_ITERATIONS
+        history, it, status = run.history, 0, MAX_ITERATIONS
         aa = SafeguardedAnderson(X.size, opts["anderson"], clear_on_reject=False)
         ends, result, best = [], None, (np.inf, X)
         previous, stalls, t = np.inf, 0, 0.0
@@ -175,7 +175,7 @@ class _Run(KinkPolish):
             if phi < best[0]:
                 best = (phi, X)
             history.append(iteration=it, objective=phi, smoothed=phi_s, delta=delta,
-                           stationarity=stat, step=t, time=time.perf_counter() - start)
+                           stationarity=stat, step=t, time=run.elapsed)
             self.log(f"it {it:4d}  F = {phi:.12g}  Φ_δ = {phi_s:.12g}  δ = {delta:.1e}  "
                      f"stationarity {stat:.2e}  step {t:.3g}")
             stalls = stalls + 1 if not phi_s < previous - 1e-15 * max(1.0, abs(phi_s)) else 0
@@ -196,7 +196,8 @@ class _Run(KinkPolish):
                 delta, previous, stalls = new_delta, np.inf, 0
                 aa.restart()
                 continue
-            if it >= opts["max_iter"]:
+            if run.budget_status(it):
+                status = run.budget_status(it)
                 break
             Y, t = step.newton(X, grad, blocks)
             it += 1
@@ -341,7 +342,8 @@ class IRLSMM(ModelSolver):
         "warm_start": Option(None, "a previous Solution or dict of the model's variables"),
         "check_terms": Option(True, "check user terms' oracles by finite differences",
                               check_bool),
-        "verbose": Option(False, "print progress", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
@@ -396,7 +398,7 @@ class IRLSMM(ModelSolver):
         return 0.02 + STEPS_NORMS * 1.1e-9 * E**1.5 * max(1.0, system.C / 3.0) ** 0.5
 
     def _run(self, model: Model, tol, gap_tol, max_iter, delta0, delta_factor, anderson,
-             warm_start, check_terms, verbose):
+             warm_start, check_terms, time_limit, verbose):
         system = _system_of(model)
         form = ModelForm(model, system, tol, gap_tol)
         step = MMStep(form)
@@ -408,7 +410,7 @@ class IRLSMM(ModelSolver):
                 np.zeros((system.free.size, system.C)) if x0 is None
                 else np.reshape(x0, (-1, system.C))))
         opts = {"tol": tol, "max_iter": max_iter, "delta0": delta0, "delta_factor": delta_factor,
-                "anderson": anderson, "x0": x0, "verbose": verbose}
+                "anderson": anderson, "x0": x0, "time_limit": time_limit, "verbose": verbose}
         if not system.norms:
             return self._smooth_only(model, form, step, x0, opts)
         X, status, it, history, info = _Run(form, step, opts).solve()
@@ -423,7 +425,8 @@ class IRLSMM(ModelSolver):
         system = form.system
         X = np.zeros((system.free.size, system.C)) if x0 is None else np.reshape(
             x0, (-1, system.C))
-        history, status, it, multipliers = History(), MAX_ITERATIONS, 0, None
+        run = Run("irls-mm", model, form.tol, opts["max_iter"], opts["time_limit"])
+        history, status, it, multipliers = run.history, MAX_ITERATIONS, 0, None
         while True:
             theta = system.theta(X)
             multipliers = with_fixed_multipliers(model, theta, [])
@@ -433,7 +436,8 @@ class IRLSMM(ModelSolver):
             if worst(cert) <= form.tol:
                 status = OPTIMAL
                 break
-            if it >= opts["max_iter"]:
+            if run.budget_status(it):
+                status = run.budget_status(it)
                 break
             grad, _, blocks = step.prepare(X, [])
             X, t = step.newton(X, grad, blocks)

@@ -72,6 +72,7 @@ from ssl_opt.plugins.model.common import (
     start_point,
     worst,
 )
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.kink_polish import (
     huber_polish,
     kink_sets,
@@ -85,7 +86,7 @@ from ssl_opt.plugins.model.multipliers import (
     with_fixed_multipliers,
 )
 from ssl_opt.plugins.model.newton_system import NewtonSystem
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, Solution
 from ssl_opt.solvers import Option
 
 #: A stage ends when the smoothed stationarity is below STAGE_RTOL·√δ/σ.
@@ -173,7 +174,8 @@ class IRLSNewton(ModelSolver):
         "warm_start": Option(None, "a previous Solution or dict of the model's variables"),
         "check_terms": Option(True, "check user terms' gradients and Hessian products by "
                               "finite differences before trusting them", check_bool),
-        "verbose": Option(False, "print one line per Newton step", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
@@ -211,19 +213,21 @@ class IRLSNewton(ModelSolver):
         return 1e-3 + steps * per_step + checks
 
     def _run(self, model: Model, tol, max_iter, delta0, delta_factor, delta_floor,
-             warm_start, check_terms, verbose) -> Solution:
+             warm_start, check_terms, time_limit, verbose) -> Solution:
         theta = start_point(model, warm_start)
-        run = _Run(model, theta, tol, verbose)
+        run = _Run(self.name, model, theta, tol, max_iter, time_limit, verbose)
         if check_terms:
             check_user_terms(model, model.terms, run.theta)
         return run.solve(max_iter, delta0, delta_factor, delta_floor)
 
 
-class _Run:
+class _Run(Run):
     """One solve: the smoothed objective, the Newton steps, the stages and their checks."""
 
-    def __init__(self, model: Model, theta: np.ndarray, tol: float, verbose: bool):
-        self.model, self.terms, self.tol, self.verbose = model, model.terms, tol, verbose
+    def __init__(self, name: str, model: Model, theta: np.ndarray, tol: float, max_iter: int,
+                 time_limit: float | None, verbose: bool):
+        super().__init__(name, model, tol, max_iter, time_limit, verbose)
+        self.terms = model.terms
         self.rough_ids = {id(t) for t in model.nonsmooth_terms}
         self.fixed, self.fixed_values = fixed_entries(model)
         theta[self.fixed] = self.fixed_values
@@ -243,7 +247,7 @@ class _Run:
 
     def log(self, message: str) -> None:
         if self.verbose:
-            print(f"[irls-newton] {message}", flush=True)
+            print(f"[{self.name}] {message}", flush=True)
 
     # ------------------------------------------------------------------ the smoothed objective
     def evaluate(self, theta: np.ndarray, delta: float):
@@ -365,12 +369,11 @@ class _Run:
     # ------------------------------------------------------------------ the stages
     def solve(self, max_iter, delta0, delta_factor, delta_floor) -> Solution:
         model, terms, tol, free = self.model, self.terms, self.tol, self.free
-        start = time.perf_counter()
         rough = bool(self.rough_ids)
         sigma = self.sigma() if rough else 1.0
         delta = delta0 * sigma**2 if rough else 0.0
         lowest = delta_floor * sigma**2
-        theta, history = self.theta, History()
+        theta, history = self.theta, self.history
         status, it, step = MAX_ITERATIONS, 0, 0.0
         best, best_value = theta.copy(), np.inf
         stage_ends: list[tuple[float, np.ndarray, list]] = []
@@ -387,7 +390,7 @@ class _Run:
             if true_value < best_value:
                 best, best_value = theta.copy(), true_value
             history.append(iteration=it, objective=true_value, smoothed=phi, delta=delta,
-                           stationarity=stat, step=step, time=time.perf_counter() - start)
+                           stationarity=stat, step=step, time=self.elapsed)
             self.log(f"it {it:3d}  F = {true_value:.12g}  Φ_δ = {phi:.12g}  δ = {delta:.1e}  "
                      f"stationarity {stat:.2e}  step {step:.3g}")
             # Round-off floor of a stage: Φ_δ flat, or two flat steps that do not halve the
@@ -437,7 +440,8 @@ class _Run:
                 previous, stalls, stage_best, floor_steps = np.inf, 0, np.inf, 0
                 stage_steps = 0
                 continue
-            if it >= max_iter:
+            if self.budget_status(it):
+                status = self.budget_status(it)
                 break
             step_start = time.perf_counter()
             theta, step = self.step(theta, zs, smoothed, grad, gradients, phi, delta)

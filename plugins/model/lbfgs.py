@@ -29,8 +29,6 @@ objective) is returned.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from scipy.optimize import Bounds, minimize
 
@@ -55,7 +53,8 @@ from ssl_opt.plugins.model.common import (
     too_slow,
     worst,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
 from ssl_opt.solvers import Option
 
 #: L-BFGS iterations assumed by ``predicted_time`` (capped by the number of unknowns + 50);
@@ -79,7 +78,8 @@ class LBFGS(ModelSolver):
                              "(clipped into the bounds)"),
         "check_terms": Option(True, "check user terms' gradients by finite differences "
                               "before trusting them", check_bool),
-        "verbose": Option(False, "print the certificate every 50 iterations", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
@@ -105,17 +105,16 @@ class LBFGS(ModelSolver):
         return 1e-3 + iterations * per_iteration
 
     def _run(self, model: Model, tol, max_iter, memory, warm_start, check_terms,
-             verbose) -> Solution:
-        start = time.perf_counter()
+             time_limit, verbose) -> Solution:
+        run = Run(self.name, model, tol, max_iter, time_limit, verbose)
         terms, constraints = model.terms, model.constraints
         lo, hi = _box(model)
         theta = np.clip(start_point(model, warm_start), lo, hi)
         if check_terms:
             check_user_terms(model, terms + constraints, theta)
         kink_tol = float(model.kkt_options["kink_tol"].default)
-        history = History()
         state = {"theta": None, "iterations": 0, "evaluations": 0, "best": None, "slow": "",
-                 "trace": []}
+                 "trace": [], "timed_out": False}
 
         def evaluate(theta):
             values = model.unpack_flat(theta)
@@ -134,8 +133,9 @@ class LBFGS(ModelSolver):
                 evaluate(theta)
             stat, us = _stationarity(model, theta, state["grad"], state["scale"], kink_tol)
             value = state["value"]
-            history.append(iteration=state["iterations"], objective=value,
-                           stationarity=stat, time=time.perf_counter() - start)
+            run.history.append(iteration=state["iterations"], objective=value,
+                               stationarity=stat, time=run.elapsed)
+            state["timed_out"] = run.out_of_time()
             best = state["best"]
             same = best is not None and abs(value - best[1]) <= 1e-14 * max(1.0, abs(value))
             if best is None or (best[2] > tol and (
@@ -155,7 +155,7 @@ class LBFGS(ModelSolver):
             state["iterations"] += 1
             if record(np.asarray(intermediate_result.x, dtype=np.float64)) <= tol:
                 raise StopIteration
-            if state["iterations"] >= max_iter or state["slow"]:
+            if state["iterations"] >= max_iter or state["slow"] or state["timed_out"]:
                 raise StopIteration
 
         message, polished = "", 0
@@ -170,7 +170,8 @@ class LBFGS(ModelSolver):
                          "maxls": 50})
             message = str(result.message)
             stat = state["best"][2]
-        if stat > tol and state["iterations"] < max_iter and not state["slow"]:
+        if stat > tol and state["iterations"] < max_iter and not (
+                state["slow"] or state["timed_out"]):
             # scipy stopped short (its line search compares values, which stop changing
             # at round-off): go on with gradient-only line searches.
             before = state["iterations"]
@@ -185,8 +186,9 @@ class LBFGS(ModelSolver):
         if stat <= tol:
             status = OPTIMAL if worst(residuals) <= tol else STALLED
         else:
-            status = STALLED if stalled or state["slow"] else MAX_ITERATIONS
-        return model_solution(model, theta, status, state["iterations"], history,
+            status = (STALLED if stalled or state["slow"] else
+                      TIME_LIMIT if state["timed_out"] else MAX_ITERATIONS)
+        return model_solution(model, theta, status, state["iterations"], run.history,
                               {"multipliers": us, "certificate": residuals,
                                "stationarity": residuals.get("stationarity", np.nan),
                                "evaluations": state["evaluations"],
@@ -200,7 +202,8 @@ def _endgame(model: Model, theta, lo, hi, memory, tol, max_iter, state, evaluate
     (:func:`~ssl_opt.plugins.model.common.exact_step`), capped at the first bound the step
     meets. A coordinate at a bound whose gradient pushes outward is held; the pairs
     ``(Δθ, Δ∇F)`` with positive curvature feed the two-loop recursion. Returns True when
-    it stalls (no step decreases F), False at the certificate or the iteration cap."""
+    it stalls (no step decreases F), False at the certificate, the iteration cap or the time
+    limit."""
     terms = model.terms
     pairs: list[tuple[np.ndarray, np.ndarray, float]] = []
     evaluate(theta)
@@ -239,7 +242,7 @@ def _endgame(model: Model, theta, lo, hi, memory, tol, max_iter, state, evaluate
                 pairs.pop(0)
         theta = new
         state["iterations"] += 1
-        if record(theta) <= tol or state["slow"]:
+        if record(theta) <= tol or state["slow"] or state["timed_out"]:
             return False
     return False
 

@@ -54,13 +54,11 @@ the best iterate.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 from scipy.special import xlogy
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_bool, check_positive, integer
+from ssl_opt._validation import check_positive, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.model import Model
@@ -75,7 +73,8 @@ from ssl_opt.plugins.model.common import (
     pass_seconds,
     warm_start_point,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
 from ssl_opt.solvers import Option
 
 #: Iterations and relative accuracy of the certificate's minimization at a check.
@@ -131,7 +130,8 @@ class Mirror(ModelSolver):
                            "log-iterates (0: the plain step)", integer(0)),
         "warm_start": Option(None, "a previous Solution or dict of the model's variables "
                              "(zeros are lifted off the boundary)"),
-        "verbose": Option(False, "print progress at every check", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     # -- structure
@@ -179,23 +179,23 @@ class Mirror(ModelSolver):
 
     # -- solve
     def _solve(self, model: Model, tol, max_iter, check_every, anderson, warm_start,
-               verbose) -> Solution:
-        run = _MirrorRun(self, model, tol, max_iter, check_every, verbose)
+               time_limit, verbose) -> Solution:
+        run = _MirrorRun(self, model, tol, max_iter, check_every, time_limit, verbose)
         x0, _ = warm_start_point(model, warm_start)
         with threadpool_limits(1):
-            return run.solve(None if x0 is None else x0[run.name], anderson)
+            return run.solve(None if x0 is None else x0[run.var_name], anderson)
 
 
-class _MirrorRun:
+class _MirrorRun(Run):
     """One solve on the n×c view of Z (a vector is one row): the free and fixed rows, the
     steps, the multipliers, the loop."""
 
-    def __init__(self, solver: Mirror, model: Model, tol, max_iter, check_every, verbose):
-        self.solver, self.model = solver, model
-        self.tol, self.max_iter, self.check_every, self.verbose = (tol, max_iter, check_every,
-                                                                   verbose)
+    def __init__(self, solver: Mirror, model: Model, tol, max_iter, check_every, time_limit,
+                 verbose):
+        super().__init__(solver.name, model, tol, max_iter, time_limit, verbose)
+        self.solver, self.check_every = solver, check_every
         var, _ = _simplex_variable(model)
-        self.name, self.shape = var.name, var.shape
+        self.var_name, self.shape = var.name, var.shape
         self.smooth = SmoothPart(model, model.smooth_terms)
         self.mu = float(sum(t.weight for t in model.nonsmooth_terms))
         n = self.shape[0] if len(self.shape) == 2 else 1
@@ -210,7 +210,7 @@ class _MirrorRun:
                 clash = fixed[rows] & ~np.all(np.isclose(values[rows], vals), axis=1)
                 if np.any(clash):
                     raise InvalidInputError("two FixedRows constraints fix a row of "
-                                            f"{self.name!r} to different values.")
+                                            f"{self.var_name!r} to different values.")
                 fixed[rows], values[rows] = True, vals
         bad = fixed & ~(np.all(values >= 0, axis=1)
                         & (np.abs(values.sum(axis=1) - 1.0) <= 1e-10))
@@ -220,8 +220,6 @@ class _MirrorRun:
                                     "fix those rows to probability vectors.")
         self.fixed, self.values = fixed, values
         self.free = ~fixed
-        self.start = time.perf_counter()
-        self.history = History()
 
     # -- helpers on the n×c view
     def _theta(self, Z: np.ndarray) -> np.ndarray:
@@ -296,7 +294,7 @@ class _MirrorRun:
         x = np.exp(logx)
         Fx, gx = self._F_grad(x)
         if Z0 is not None:  # a warm start that already passes is returned as is
-            cert = certificate_check(self.model, {self.name: self._view(x)},
+            cert = certificate_check(self.model, {self.var_name: self._view(x)},
                                      self.multipliers(logx, gx), CHECK_ITERS, CHECK_TOL,
                                      kink_tolerance(self.tol))
             if max(cert.values(), default=0.0) <= self.tol:
@@ -329,7 +327,7 @@ class _MirrorRun:
             if it % self.check_every and it != self.max_iter:
                 continue
             mult = self.multipliers(logx, gx)
-            cert = certificate_check(self.model, {self.name: self._view(x)}, mult, CHECK_ITERS,
+            cert = certificate_check(self.model, {self.var_name: self._view(x)}, mult, CHECK_ITERS,
                                      CHECK_TOL, kink_tolerance(self.tol))
             worst = max(cert.values(), default=0.0)
             flat = abs(phi_x - last_phi) <= 1e-15 * max(1.0, abs(phi_x))
@@ -337,17 +335,15 @@ class _MirrorRun:
             if best is None or worst < best[0]:
                 best = (worst, logx.copy(), gx.copy())
             stalls = stalls + 1 if flat else 0
-            self.history.append(iteration=it, objective=phi_x, time=time.perf_counter()
-                                - self.start, step=1.0 / state["L"], **cert)
-            if self.verbose:
-                print(f"[mirror] it {it:6d}  obj {phi_x:.12g}  " + "  ".join(
-                    f"{k} {v:.2e}" for k, v in cert.items()) + f"  t {1.0 / state['L']:.3g}",
-                    flush=True)
+            self.record(iteration=it, objective=phi_x, step=1.0 / state["L"], **cert)
             if worst <= self.tol:
                 status = OPTIMAL
                 break
             if stalls >= STALL_CHECKS:
                 status = STALLED
+                break
+            if self.out_of_time():
+                status = TIME_LIMIT
                 break
         info = {"step": 1.0 / state["L"], "backtracks": state["backtracks"], "mu": self.mu,
                 "anderson_accepted": aa.accepted, "anderson_rejected": aa.rejected}
@@ -383,13 +379,9 @@ class _MirrorRun:
     def _finish(self, best, status, it, info) -> Solution:
         _, logx, grad = best
         Z = np.exp(logx)
-        x = {self.name: self._view(Z).copy()}
+        x = {self.var_name: self._view(Z).copy()}
         mult = self.multipliers(logx, grad)
-        if status != OPTIMAL:
-            cert = certificate_check(self.model, x, mult, 2000, 1e-10, kink_tolerance(self.tol))
-            info["certificate"] = cert
-            if max(cert.values(), default=0.0) <= self.tol:
-                status = OPTIMAL
+        status = self.final_status(status, x, mult, info)
         info["multipliers"] = mult
         return Solution(x, self.model.objective(x), status, it, 0.0, self.solver.backend,
                         self.solver.name, self.history, info=info)

@@ -24,8 +24,6 @@ as an iterative solver's.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 
 from ssl_opt._validation import check_bool, check_positive, integer, optional
@@ -48,7 +46,8 @@ from ssl_opt.plugins.model.common import (
     start_point,
     worst,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, Solution
 from ssl_opt.solvers import Option
 
 #: Largest buffer of CG residuals kept for re-orthogonalization.
@@ -77,7 +76,8 @@ class NewtonCG(ModelSolver):
         "warm_start": Option(None, "a previous Solution or dict of the model's variables"),
         "check_terms": Option(True, "check user terms' gradients and Hessian products by "
                               "finite differences before trusting them", check_bool),
-        "verbose": Option(False, "print one line per Newton step", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
@@ -96,15 +96,14 @@ class NewtonCG(ModelSolver):
                                                                            problem.terms)
 
     def _run(self, model: Model, tol, max_iter, cg_max_iter, cg_memory, warm_start,
-             check_terms, verbose) -> Solution:
-        start = time.perf_counter()
+             check_terms, time_limit, verbose) -> Solution:
+        run = Run(self.name, model, tol, max_iter, time_limit, verbose)
         terms = model.terms
         theta = start_point(model, warm_start)
         if check_terms:
             check_user_terms(model, terms, theta)
         cg_cap = model.size if cg_max_iter is None else cg_max_iter
         memory = _memory(model, terms) if cg_memory is None else cg_memory
-        history = History()
         status, it, step, cg_its, total_cg, stalls = MAX_ITERATIONS, 0, 0.0, 0, 0, 0
         previous, previous_stat = np.inf, np.inf
         while True:
@@ -113,15 +112,13 @@ class NewtonCG(ModelSolver):
             value = float(sum(t.value(z) for t, z in zip(terms, zs, strict=True)))
             grad, scale = pulled_gradient(model, terms, zs)
             stat = scaled_stationarity(grad, scale)
-            history.append(iteration=it, objective=value, stationarity=stat, step=step,
-                           cg_iterations=cg_its, time=time.perf_counter() - start)
-            if verbose:
-                print(f"[newton-cg] it {it:3d}  F = {value:.12g}  stationarity {stat:.2e}  "
-                      f"step {step:.3g}  CG {cg_its}", flush=True)
+            run.record(iteration=it, objective=value, stationarity=stat, step=step,
+                       cg_iterations=cg_its)
             if stat <= tol:
                 status = OPTIMAL
                 break
-            if it >= max_iter:
+            if run.budget_status(it):
+                status = run.budget_status(it)
                 break
             # Round-off floor: three steps that neither decrease F nor halve stationarity.
             progress = (value < previous - 1e-15 * max(1.0, abs(value))
@@ -152,7 +149,7 @@ class NewtonCG(ModelSolver):
         residuals = certificate_residual(model, model.unpack_flat(theta))
         if status == OPTIMAL and not worst(residuals) <= tol:
             status = STALLED  # the cheap measure and the certificate disagree (round-off)
-        return model_solution(model, theta, status, it, history,
+        return model_solution(model, theta, status, it, run.history,
                               {"stationarity": residuals.get("stationarity", np.nan),
                                "cg_iterations": total_cg, "certificate": residuals})
 

@@ -93,8 +93,6 @@ from the full certificate.
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
@@ -114,13 +112,14 @@ from ssl_opt.plugins.model.common import (
     pass_seconds,
     warm_start_point,
 )
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.pdhg_split import (
     Split,
     innermost_matmul,
     lipschitz,
     preconditioner,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, History, Solution
 from ssl_opt.solvers import Option
 
 #: Slack ε in ``T⁻¹ = ωT₀⁻¹ + (L/2)(1 + ε)`` (the convergence condition is strict).
@@ -174,7 +173,8 @@ class PDHG(ModelSolver):
                                 "preconditioned norms)", check_positive),
         "warm_start": Option(None, "a previous Solution (its info['multipliers'] start the dual "
                              "iterates) or a dict of the model's variables"),
-        "verbose": Option(False, "print progress at every check", check_bool),
+        "time_limit": TIME_LIMIT_OPTION,
+        "verbose": VERBOSE_OPTION,
     }
 
     # -- structure
@@ -227,7 +227,7 @@ class PDHG(ModelSolver):
     # -- solve
     def _solve(self, model: Model, tol, max_iter, check_every, restart, precondition,
                kernel_metric, weight_update, anderson, primal_weight, warm_start,
-               verbose) -> Solution:
+               time_limit, verbose) -> Solution:
         split = Split(model, kernel_metric)
         x0, mult0 = warm_start_point(model, warm_start)
         if x0 is not None:  # a warm start that already passes is returned as is
@@ -247,7 +247,7 @@ class PDHG(ModelSolver):
                 if role == "h":
                     y0[key] = np.array(u)
         run = _Run(self, split, tol, max_iter, check_every, restart, weight_update, anderson,
-                   verbose)
+                   time_limit, verbose)
         # One BLAS thread: the loop alternates many small products, and idle pool threads
         # spinning between them cost milliseconds per call on a loaded machine (as in ADMM).
         with threadpool_limits(1):
@@ -256,22 +256,18 @@ class PDHG(ModelSolver):
             return run.pdhg(theta, y0, precondition, primal_weight)
 
 
-class _Run:
-    """One solve: the loops, the checks and the result."""
+class _Run(Run):
+    """One solve: the loops and the checks (the bookkeeping is :class:`Run`'s)."""
 
     def __init__(self, solver: PDHG, split: Split, tol, max_iter, check_every, restart,
-                 weight_update, anderson, verbose):
-        self.solver, self.split, self.model = solver, split, split.model
-        self.tol, self.max_iter, self.check_every = tol, max_iter, check_every
-        self.restart, self.weight_update, self.verbose = restart, weight_update, verbose
-        self.anderson = anderson
-        self.start = time.perf_counter()
-        self.history = History()
+                 weight_update, anderson, time_limit, verbose):
+        super().__init__(solver.name, split.model, tol, max_iter, time_limit, verbose)
+        self.solver, self.split = solver, split
+        self.check_every, self.restart = check_every, restart
+        self.weight_update, self.anderson = weight_update, anderson
         self.rng = np.random.default_rng(0)
-        self.certificates = 0
         self.failed_at_fixed_point = 0
         self.last_certified, self.since_certified = np.inf, 0
-        self.best: tuple | None = None  # (score, theta, multipliers)
 
     # ---------------------------------------------------------------- shared checks
     def _check(self, it: int, theta, u_g, ys, grad, aty, d_rel, extra: dict) -> str | None:
@@ -284,12 +280,10 @@ class _Run:
         p_rel = float(np.max(np.abs(p), initial=0.0)) / scale
         score = max(p_rel, d_rel)
         mult = split.multipliers(u_g, ys)
-        if self.best is None or score <= self.best[0]:
-            self.best = (score, theta.copy(), mult)
+        self.keep(score, theta, mult)
         x = split.unpack(theta)
         row = {"iteration": it, "objective": self.model.objective(x), "stationarity": p_rel,
-               "feasibility": self._feasibility(x), "dual_residual": d_rel,
-               "time": time.perf_counter() - self.start, **extra}
+               "feasibility": self._feasibility(x), "dual_residual": d_rel, **extra}
         status = None
         # The certificate (its own minimization over subgradients, with kink tolerances) can
         # pass before the step's residuals do — e.g. at entries of an entropy near 0 — so it
@@ -298,25 +292,18 @@ class _Run:
         self.since_certified += 1
         if (score <= self.tol or score <= 0.1 * self.last_certified
                 or self.since_certified >= CERTIFY_EVERY):
-            cert = certificate_check(self.model, x, mult, CHECK_ITERS, CHECK_TOL,
-                                     kink_tolerance(self.tol))
-            self.certificates += 1
+            cert = self.certify(x, mult, CHECK_ITERS, CHECK_TOL)
             self.last_certified, self.since_certified = score, 0
             row["certificate"] = max(cert.values(), default=0.0)
             if row["certificate"] <= self.tol:
-                self.best = (-1.0, theta.copy(), mult)
+                self.certified(theta, mult)
                 status = OPTIMAL
             elif score <= FIXED_POINT * self.tol:
                 self.failed_at_fixed_point += 1
                 if self.failed_at_fixed_point >= STALL_CHECKS:
                     status = STALLED
-        self.history.append(**row)
-        if self.verbose:
-            print(f"[pdhg] it {it:6d}  obj {row['objective']:.10g}  stat {p_rel:.2e}  "
-                  f"dual {d_rel:.2e}  " + "  ".join(f"{k} {v:.3g}" for k, v in extra.items())
-                  + (f"  certificate {row['certificate']:.2e}" if "certificate" in row else ""),
-                  flush=True)
-        return status
+        self.record(**row)
+        return status or (TIME_LIMIT if self.out_of_time() else None)
 
     def _feasibility(self, x) -> float:
         if not self.model.constraints:
@@ -326,12 +313,7 @@ class _Run:
     def _finish(self, status: str, it: int, info: dict) -> Solution:
         _, theta, mult = self.best
         x = {k: np.array(v) for k, v in self.split.unpack(theta).items()}
-        if status != OPTIMAL:  # the full certificate decides the status
-            cert = certificate_check(self.model, x, mult, 2000, 1e-10,
-                                     kink_tolerance(self.tol))
-            info["certificate"] = cert
-            if max(cert.values(), default=0.0) <= self.tol:
-                status = OPTIMAL
+        status = self.final_status(status, x, mult, info)
         info.update(multipliers=mult, certificates=self.certificates,
                     roles=[f"{r}:{k}" for r, k in self.split.roles],
                     kernel_metric=sorted(self.split.metric))

@@ -1,0 +1,108 @@
+"""One run of a generic iterative solver: what every method writes once.
+
+In the spirit of JAXopt's ``init_state/update/run``, a generic solver keeps its method (the
+step and the residuals it reads off the step) and a :class:`Run` keeps the rest:
+
+* the clock and the stop for the budget: ``max_iter`` iterations (status ``max_iterations``)
+  and the ``time_limit`` option every generic solver takes (status ``time_limit``), each
+  returning the best iterate, never a crash;
+* the history, one row per check with its elapsed time, and the ``verbose`` line printed
+  from the same row;
+* the best iterate with the multipliers the certificate starts from;
+* the status at the end: when the method did not stop on its certificate, the model's full
+  certificate (:func:`~ssl_opt.plugins.model.common.certificate_check` with a long
+  minimization over the subgradients) decides, so a point that is optimal is reported
+  ``optimal`` and one that is not keeps the method's honest reason (``max_iterations``,
+  ``time_limit``, ``stalled``).
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ssl_opt._validation import check_bool, check_positive, optional
+from ssl_opt.modeling.model import Model
+from ssl_opt.plugins.model.common import certificate_check, kink_tolerance
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, TIME_LIMIT, History
+from ssl_opt.solvers import Option
+
+#: The options every generic iterative solver takes with the same meaning.
+TIME_LIMIT_OPTION = Option(None, "seconds at most (None: no limit); beyond, the best iterate "
+                           "is returned with status 'time_limit' unless it certifies",
+                           optional(check_positive))
+VERBOSE_OPTION = Option(False, "print a progress line at every check", check_bool)
+
+#: The full certificate at the end: iterations and relative accuracy of its minimization.
+FINAL_CHECK_ITERS, FINAL_CHECK_TOL = 2000, 1e-10
+
+
+class Run:
+    """The bookkeeping of one solve of ``model`` by the solver named ``name`` (module
+    docstring). ``best`` is ``(score, point, multipliers)``: the lowest score so far, a
+    certified point scoring −1."""
+
+    def __init__(self, name: str, model: Model, tol: float, max_iter: int,
+                 time_limit: float | None = None, verbose: bool = False):
+        self.name, self.model, self.tol, self.max_iter = name, model, tol, max_iter
+        self.time_limit, self.verbose = time_limit, verbose
+        self.start = time.perf_counter()
+        self.history = History()
+        self.best: tuple | None = None
+        self.certificates = 0
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def out_of_time(self) -> bool:
+        return self.time_limit is not None and self.elapsed >= self.time_limit
+
+    def budget_status(self, iterations: int) -> str | None:
+        """``max_iterations`` or ``time_limit`` when the budget is spent, else None."""
+        if iterations >= self.max_iter:
+            return MAX_ITERATIONS
+        return TIME_LIMIT if self.out_of_time() else None
+
+    def record(self, **row) -> dict:
+        """Append a history row (its ``time`` added) and print it when ``verbose``."""
+        row["time"] = self.elapsed
+        self.history.append(**row)
+        if self.verbose:
+            it = int(row.get("iteration", len(self.history) - 1))
+            print(f"[{self.name}] it {it:6d}  " + "  ".join(
+                f"{k} {_fmt(v)}" for k, v in row.items() if k not in ("iteration", "time")),
+                flush=True)
+        return row
+
+    def keep(self, score: float, point: np.ndarray, multipliers) -> None:
+        """Keep ``point`` as the best iterate when its score is not above the best's (a
+        certified best, score −1, stays)."""
+        if self.best is None or (self.best[0] >= 0 and score <= self.best[0]):
+            self.best = (score, np.array(point, copy=True), multipliers)
+
+    def certified(self, point: np.ndarray, multipliers) -> None:
+        self.best = (-1.0, np.array(point, copy=True), multipliers)
+
+    def certify(self, values: dict, multipliers, max_iter: int, tol: float) -> dict:
+        """The model's certificate at ``values`` from ``multipliers`` (counted in
+        ``certificates``), with the kink tolerance of this run's ``tol``."""
+        self.certificates += 1
+        return certificate_check(self.model, values, multipliers, max_iter, tol,
+                                 kink_tolerance(self.tol))
+
+    def final_status(self, status: str, values: dict, multipliers, info: dict) -> str:
+        """``status``, or ``optimal`` when the full certificate passes at ``values`` (its
+        residuals go to ``info["certificate"]``)."""
+        if status == OPTIMAL:
+            return status
+        cert = certificate_check(self.model, values, multipliers, FINAL_CHECK_ITERS,
+                                 FINAL_CHECK_TOL, kink_tolerance(self.tol))
+        info["certificate"] = cert
+        return OPTIMAL if max(cert.values(), default=0.0) <= self.tol else status
+
+
+def _fmt(value) -> str:
+    value = float(value)
+    return f"{value:.10g}" if abs(value) >= 1e-3 or value == 0 else f"{value:.2e}"
