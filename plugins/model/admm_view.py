@@ -15,7 +15,7 @@ import scipy.sparse.linalg as spla
 from ssl_opt.modeling.expressions import Broadcast, Compose, Identity, MatMul, Rows, Scale
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms.margin import MarginLossTerm
-from ssl_opt.modeling.terms.smooth import Linear, QuadraticForm, Ridge, SquaredError
+from ssl_opt.modeling.terms.smooth import Linear, QuadraticForm
 from ssl_opt.plugins.model.assembly import factor_matrix, mixed_product
 from ssl_opt.plugins.model.common import (
     DENSE_ENTRY_SECONDS,
@@ -40,7 +40,7 @@ def is_quadratic(term) -> bool:
     """A smooth term with a constant, assembled Hessian."""
     if "hessian" not in term.capabilities:
         return False
-    if isinstance(term, (QuadraticForm, SquaredError, Ridge, Linear)) or term.constant_hessian:
+    if "constant_hessian" in term.capabilities:  # Linear, SquaredError, Ridge, QuadraticForm
         return True
     return isinstance(term, MarginLossTerm) and "quadratic" in term.loss.capabilities
 

@@ -258,7 +258,7 @@ class KernelReduction:
         self.quadratic: dict[int, float] = {}  # term index → ρ (its Hessian is ρ·C)
         self._constant: tuple[np.ndarray, np.ndarray] | None = None  # (free others, A_const)
         self._constant_terms = {i for i, t in enumerate(assembler.terms)
-                                if getattr(t, "constant_hessian", False)}
+                                if "constant_hessian" in t.capabilities}
         self._detect(model)
 
     @property
@@ -355,7 +355,7 @@ def _kernel_quadratic(term, C: np.ndarray) -> float | None:
     """ρ when ``term`` is a quadratic form ``ρ/2·xᵀCx`` of the bare variable (its Hessian
     ``ρC``), else None."""
     M = getattr(term, "M", None)
-    if not getattr(term, "constant_hessian", False) or M is None or sp.issparse(M):
+    if "constant_hessian" not in term.capabilities or M is None or sp.issparse(M):
         return None
     if not term.argument.is_variable():
         return None

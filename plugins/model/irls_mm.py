@@ -351,12 +351,12 @@ class IRLSMM(ModelSolver):
         for t in model.smooth_terms:
             if isinstance(t, HuberNorms):
                 continue
-            if not (t.constant_hessian and {"gradient", "hessian"} <= t.capabilities):
+            if not {"constant_hessian", "gradient", "hessian"} <= t.capabilities:
                 reasons.append(f"{t.describe()} to be quadratic (constant_hessian with an "
                                "assembled Hessian) or Huber norms (irls-mm majorizes the "
                                "rest by quadratics)")
         for t in model.nonsmooth_terms:
-            if not (hasattr(t, "norm_structure") and "subdifferential" in t.capabilities):
+            if not {"norm_structure", "subdifferential"} <= t.capabilities:
                 reasons.append(f"{t.describe()} to be a norm with a scalar weight per group "
                                "(norm_structure) and a subdifferential")
         for c in model.constraints:

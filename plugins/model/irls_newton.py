@@ -142,7 +142,7 @@ def _along_line(terms, zs, dzs, gradients, rough_ids, delta):
     for t, z, dz, g in zip(terms, zs, dzs, gradients, strict=True):
         if id(t) in rough_ids:
             out_terms.append(_Smoothed(t, delta))
-        elif t.constant_hessian and "hessp" in t.capabilities:
+        elif {"constant_hessian", "hessp"} <= t.capabilities:
             out_terms.append(_QuadraticAlongLine(
                 t.value(z), float(np.sum(g * dz)), float(np.sum(dz * t.hessp(z, dz)))))
             out_zs.append(one)

@@ -93,7 +93,7 @@ def kink_sets(model, theta: np.ndarray, delta: float, multipliers) -> list | Non
     values = model.unpack_flat(theta)
     out = []
     for t, u in zip(model.nonsmooth_terms, multipliers, strict=False):
-        if not hasattr(t, "norm_structure"):
+        if "norm_structure" not in t.capabilities:
             return None
         _, size, _ = t.norm_structure()
         Z = np.reshape(t.argument.value(values), (-1, size))

@@ -170,7 +170,7 @@ class Split:
         self.metric, self._forms = kernel_metrics(model, set(self.g)) if kernel_metric else (
             {}, set())
         self.quadratic = all(is_quadratic(t) for t in self.smooth_terms)
-        self.elementwise = {name: bool(getattr(t, "elementwise_prox", False))
+        self.elementwise = {name: "elementwise_prox" in t.capabilities
                             for name, t in self.g.items()}
 
     # -- flat vectors
@@ -328,7 +328,7 @@ def preconditioner(split: Split, mode: str, rng: np.random.Generator):
     for r, t in zip(rows, split.h, strict=True):
         r = np.asarray(r, dtype=np.float64)
         top = float(np.max(r, initial=0.0))
-        if mode == "elementwise" and getattr(t, "elementwise_prox", False):
+        if mode == "elementwise" and "elementwise_prox" in t.capabilities:
             sigma0.append(1.0 / np.where(r > 0, r, max(top, 1.0)))
         else:
             sigma0.append(1.0 / max(top, 1e-300))

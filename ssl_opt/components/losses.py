@@ -133,6 +133,11 @@ class MarginLoss:
         ``"exact_step"`` capability only."""
         raise NotImplementedError(f"loss {self.name!r} has no exact line-search step")
 
+    def prox(self, u: np.ndarray, s) -> np.ndarray:
+        """``argmin_m s φ(m) + ½(m − u)²`` entrywise (``s`` > 0, a scalar or u's shape):
+        the proximal operator of the loss, which first-order splitting methods use."""
+        raise NotImplementedError(f"{self!r} has no closed-form proximal operator")
+
     def conjugate(self, s: np.ndarray) -> np.ndarray:
         """Elementwise ``φ*(s) = sup_m (s·m − φ(m))``, +inf outside its domain."""
         kappa, lo, hi = self._conjugate_form()
@@ -178,6 +183,7 @@ METHOD_CAPABILITIES: dict[str, tuple[tuple[str, ...], ...]] = {
     "subgradient": (("derivative",), ("subgradient_interval",)),
     "exact_step": (("exact_step",),),
     "conjugate": (("conjugate", "dual_cvxpy"),),
+    "prox": (("prox",),),
 }
 
 
@@ -206,10 +212,14 @@ class SquaredHinge(MarginLoss):
     unique_decision = True
     conjugate_form = (0.5, 0.0, np.inf)
     capabilities = _SMOOTH | {"piecewise_quadratic", "exact_step", "conjugate",
-                              "quadratic_conjugate"}
+                              "quadratic_conjugate", "prox"}
 
     def value(self, m):
         return np.maximum(0.0, 1.0 - m) ** 2
+
+    def prox(self, u, s):
+        """``(u + 2s)/(1 + 2s)`` if ``u < 1``; u otherwise."""
+        return np.where(u < 1.0, (u + 2.0 * s) / (1.0 + 2.0 * s), u)
 
     def cvxpy(self, m):
         return cp.square(cp.pos(1 - m))
@@ -234,10 +244,14 @@ class Square(MarginLoss):
     unique_decision = True
     conjugate_form = (0.5, -np.inf, np.inf)
     capabilities = _SMOOTH | {"piecewise_quadratic", "quadratic", "exact_step", "conjugate",
-                              "quadratic_conjugate"}
+                              "quadratic_conjugate", "prox"}
 
     def value(self, m):
         return (1.0 - m) ** 2
+
+    def prox(self, u, s):
+        """``(u + 2s)/(1 + 2s)``."""
+        return (u + 2.0 * s) / (1.0 + 2.0 * s)
 
     def cvxpy(self, m):
         return cp.square(1 - m)
@@ -263,10 +277,14 @@ class Hinge(MarginLoss):
     program_class = "QP"
     conjugate_form = (0.0, 0.0, 1.0)
     capabilities = frozenset({"value", "cvxpy", "subgradient", "piecewise_linear", "conjugate",
-                              "quadratic_conjugate"})
+                              "quadratic_conjugate", "prox"})
 
     def value(self, m):
         return np.maximum(0.0, 1.0 - m)
+
+    def prox(self, u, s):
+        """``u + s`` if ``u < 1 − s``; 1 if ``1 − s ≤ u ≤ 1``; u if ``u > 1``."""
+        return np.where(u < 1.0 - s, u + s, np.where(u <= 1.0, 1.0, u))
 
     def cvxpy(self, m):
         return cp.pos(1 - m)
@@ -294,10 +312,17 @@ class HuberHinge(MarginLoss):
     name = "huber"
     aliases = ("huber_hinge",)
     program_class = "QP"
-    capabilities = _SMOOTH | {"conjugate", "quadratic_conjugate"}
+    capabilities = _SMOOTH | {"conjugate", "quadratic_conjugate", "prox"}
 
     def __init__(self, delta: float = 0.5):
         self.delta = check_positive(delta, "delta")
+
+    def prox(self, u, s):
+        """``u + s`` if ``u ≤ 1 − δ − s``; ``(δu + s)/(δ + s)`` if ``u < 1``; u otherwise."""
+        d = self.delta
+        with np.errstate(divide="ignore", invalid="ignore"):
+            mid = (d * u + s) / (d + s)
+        return np.where(u <= 1.0 - d - s, u + s, np.where(u < 1.0, mid, u))
 
     @property
     def conjugate_form(self) -> tuple[float, float, float]:

@@ -56,6 +56,12 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     "bounds": ("bounds",),
     "hessian": ("hessian",),
     "smoothing": ("smoothed",),
+    "norm_structure": ("norm_structure",),
+}
+#: Capability → the flag (class or instance attribute) a term sets to offer it.
+TERM_FLAGS: dict[str, str] = {
+    "constant_hessian": "constant_hessian",
+    "elementwise_prox": "elementwise_prox",
 }
 
 #: Program classes, from the simplest; a model's class is the largest of its terms'.
@@ -98,6 +104,7 @@ class Term:
 
         offered = {cap for cap, methods in TERM_METHODS.items()
                    if all(implements(m) for m in methods)}
+        offered |= {cap for cap, flag in TERM_FLAGS.items() if getattr(self, flag, False)}
         if isinstance(self, Constraint):
             offered |= {"value"}
         if "gradient" in offered:

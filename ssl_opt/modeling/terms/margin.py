@@ -8,15 +8,9 @@ r"""Margin losses of labeled outputs: ``h(z) = w Σ_i φ(y_i z_i)`` (docs/design
 * ``∂h(z)_i = w y_i ∂φ(m_i)``, from ``φ.subgradient_interval(m, kink_tol)`` (an interval, a
   point where φ is differentiable);
 * ``prox(v, t)_i = y_i P(y_i v_i)`` with ``P(u) = argmin_m s φ(m) + ½(m − u)²``, ``s = t w``,
-  in closed form for the built-in piecewise-quadratic losses (none for the logistic, which
-  is smooth):
-
-  ==============  =============================================================
-  hinge           ``u + s`` if ``u < 1 − s``; 1 if ``1 − s ≤ u ≤ 1``; u if ``u > 1``
-  squared hinge   ``(u + 2s)/(1 + 2s)`` if ``u < 1``; u otherwise
-  square          ``(u + 2s)/(1 + 2s)``
-  Huber hinge δ   ``u + s`` if ``u ≤ 1 − δ − s``; ``(δu + s)/(δ + s)`` if ``u < 1``; u
-  ==============  =============================================================
+  the loss's own ``prox`` (:meth:`~ssl_opt.components.losses.MarginLoss.prox`: closed forms
+  for the built-in piecewise-quadratic losses, none for the logistic, which is smooth; a
+  user's loss that implements ``prox`` offers it here too).
 
 The capabilities are the loss's: the class implements every oracle and :attr:`capabilities`
 drops those the loss cannot back.
@@ -28,44 +22,12 @@ import cvxpy as cp
 import numpy as np
 
 from ssl_opt.components.losses import (
-    Hinge,
-    HuberHinge,
     MarginLoss,
-    Square,
-    SquaredHinge,
     get_margin_loss,
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms._common import data_array
-
-
-def _prox_hinge(u, s, loss):
-    return np.where(u < 1.0 - s, u + s, np.where(u <= 1.0, 1.0, u))
-
-
-def _prox_squared_hinge(u, s, loss):
-    return np.where(u < 1.0, (u + 2.0 * s) / (1.0 + 2.0 * s), u)
-
-
-def _prox_square(u, s, loss):
-    return (u + 2.0 * s) / (1.0 + 2.0 * s)
-
-
-def _prox_huber_hinge(u, s, loss):
-    d = loss.delta
-    with np.errstate(divide="ignore", invalid="ignore"):
-        mid = (d * u + s) / (d + s)
-    return np.where(u <= 1.0 - d - s, u + s, np.where(u < 1.0, mid, u))
-
-
-#: Closed-form scalar proxes of the built-in losses, by exact class.
-MARGIN_PROXES = {
-    Hinge: _prox_hinge,
-    SquaredHinge: _prox_squared_hinge,
-    Square: _prox_square,
-    HuberHinge: _prox_huber_hinge,
-}
 
 
 class MarginLossTerm(Term):
@@ -85,7 +47,6 @@ class MarginLossTerm(Term):
         self.y = y
         self.loss = get_margin_loss(loss)
         self.program_class = self.loss.program_class
-        self._prox_fn = MARGIN_PROXES.get(type(self.loss))
 
     @property
     def capabilities(self) -> frozenset[str]:
@@ -95,7 +56,7 @@ class MarginLossTerm(Term):
             caps -= {"gradient", "hessp", "hessian"}
         if "second_derivative" not in offered:
             caps -= {"hessp", "hessian"}
-        if self._prox_fn is None:
+        if "prox" not in offered:
             caps.discard("prox")
         if "subgradient" not in offered and "derivative" not in offered:
             caps.discard("subdifferential")
@@ -119,11 +80,11 @@ class MarginLossTerm(Term):
                         * np.ones(np.shape(z)))
 
     def prox(self, v, t):
-        if self._prox_fn is None:
+        if "prox" not in self.loss.capabilities:
             raise NotImplementedError(f"{self!r} has no closed-form prox (loss "
                                       f"{self.loss.name!r})")
         u = self.y * np.asarray(v, dtype=np.float64)
-        return self.y * self._prox_fn(u, t * self.weight, self.loss)
+        return self.y * self.loss.prox(u, t * self.weight)
 
     def project_subgradient(self, z, u, tol):
         m = self.y * np.asarray(z, dtype=np.float64)
