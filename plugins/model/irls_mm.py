@@ -48,10 +48,11 @@ with the kink groups' entries refined by least squares, then its own minimizatio
   Newton on the KKT system (:mod:`~ssl_opt.plugins.model.irls_mm_polish`: kink sets without
   private unknowns, e.g. graph-TV edges sharing nodes), then the stage end itself.
 
-Below ``DELTA_FLOOR·σ²`` or after ``max_iter`` steps the best iterate is returned ``stalled``
-/ ``max_iterations``. Modules: :mod:`~ssl_opt.plugins.model.irls_mm_system` (the system and
-its pattern), :mod:`~ssl_opt.plugins.model.irls_mm_step` (f, the certificate, the step),
-the two polishes above, and this one (the driver and the solver).
+Below ``DELTA_FLOOR·σ²``, after ``max_iter`` steps or past ``time_limit`` seconds the best
+iterate is returned ``stalled`` / ``max_iterations`` / ``time_limit``. Modules:
+:mod:`~ssl_opt.plugins.model.irls_mm_system` (the system and its pattern),
+:mod:`~ssl_opt.plugins.model.irls_mm_step` (f, the certificate, the step), the two polishes
+above, and this one (the driver and the solver).
 
 Measured (this 2-core machine, best of 3; ``tests/modeling/test_irls_mm.py`` checks
 correctness, not time): ere_group 0.05 / 0.10 / 0.27 / 1.0 s at n = 600 / 1,500 / 4,000 /

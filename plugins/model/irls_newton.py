@@ -34,8 +34,8 @@ multipliers whose kink entries are refined by sparse least squares — and by th
 certificate's own minimization only when that is within ``FULL_CHECK·tol`` and predicted to
 cost less than another stage (``2·CHECK_ITERS`` gradients against the last stage's Newton
 steps at their measured cost; at the lowest δ it always runs). Below
-``delta_floor·σ²`` or after ``max_iter`` steps the best iterate is returned ``stalled`` /
-``max_iterations``.
+``delta_floor·σ²``, after ``max_iter`` steps or past ``time_limit`` seconds the best iterate is
+returned ``stalled`` / ``max_iterations`` / ``time_limit``.
 
 Cost per step: the assembly and one factorization (``⅔n³`` for a kernel expansion): some
 10–50 steps where first-order methods need 10⁴ iterations on ``K·K``-conditioned problems.
