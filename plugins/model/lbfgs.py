@@ -53,7 +53,7 @@ from ssl_opt.plugins.model.common import (
     too_slow,
     worst,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, Run
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
 from ssl_opt.solvers import Option
 
@@ -79,7 +79,7 @@ class LBFGS(ModelSolver):
         "check_terms": Option(True, "check user terms' gradients by finite differences "
                               "before trusting them", check_bool),
         "time_limit": TIME_LIMIT_OPTION,
-        "verbose": VERBOSE_OPTION,
+        "verbose": Option(False, "print the certificate every 50 iterations", check_bool),
     }
 
     def structure_reasons(self, model: Model) -> list[str]:

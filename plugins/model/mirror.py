@@ -68,7 +68,6 @@ from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.plugins.model.common import (
     ModelSolver,
     SmoothPart,
-    certificate_check,
     kink_tolerance,
     pass_seconds,
     warm_start_point,
@@ -294,9 +293,8 @@ class _MirrorRun(Run):
         x = np.exp(logx)
         Fx, gx = self._F_grad(x)
         if Z0 is not None:  # a warm start that already passes is returned as is
-            cert = certificate_check(self.model, {self.var_name: self._view(x)},
-                                     self.multipliers(logx, gx), CHECK_ITERS, CHECK_TOL,
-                                     kink_tolerance(self.tol))
+            cert = self.certify({self.var_name: self._view(x)}, self.multipliers(logx, gx),
+                                CHECK_ITERS, CHECK_TOL)
             if max(cert.values(), default=0.0) <= self.tol:
                 return self._finish((0.0, logx, gx), OPTIMAL, 0,
                                     {"warm_start_certified": True, "certificate": cert})
@@ -327,8 +325,7 @@ class _MirrorRun(Run):
             if it % self.check_every and it != self.max_iter:
                 continue
             mult = self.multipliers(logx, gx)
-            cert = certificate_check(self.model, {self.var_name: self._view(x)}, mult, CHECK_ITERS,
-                                     CHECK_TOL, kink_tolerance(self.tol))
+            cert = self.certify({self.var_name: self._view(x)}, mult, CHECK_ITERS, CHECK_TOL)
             worst = max(cert.values(), default=0.0)
             flat = abs(phi_x - last_phi) <= 1e-15 * max(1.0, abs(phi_x))
             last_phi = phi_x
