@@ -20,9 +20,10 @@ from ssl_opt.modeling.expressions import (
     Scale,
 )
 from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.patterns import same_matrix
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms.margin import MarginLossTerm
-from ssl_opt.modeling.terms.smooth import Linear, QuadraticForm, Ridge, SquaredError
+from ssl_opt.modeling.terms.smooth import QuadraticForm
 
 #: Safety factor on power-iteration estimates (they approach the norm from below).
 NORM_SAFETY = 1.02
@@ -87,18 +88,6 @@ def reduced_adjoint(m: LinearMap, g: np.ndarray) -> np.ndarray:
     return reduced_adjoint(m.inner, m.outer.adjoint(g))
 
 
-def _same_matrix(a, b) -> bool:
-    if a is b:
-        return True
-    if isinstance(a, spla.LinearOperator) or isinstance(b, spla.LinearOperator):
-        return False
-    if getattr(a, "shape", None) != getattr(b, "shape", None):
-        return False
-    if sp.issparse(a) or sp.issparse(b):
-        return (sp.csr_matrix(a) != sp.csr_matrix(b)).nnz == 0
-    return bool(np.array_equal(a, b))
-
-
 def kernel_metrics(model: Model, exclude) -> tuple[dict[str, object], set[int]]:
     """``({variable: K}, ids of the quadratic forms on them)``: the variables α (not in
     ``exclude``) with a quadratic form ``w tr(αᵀKα)`` whose every other map starts with the
@@ -122,8 +111,8 @@ def kernel_metrics(model: Model, exclude) -> tuple[dict[str, object], set[int]]:
                 mats.append(inner.M)
             if not ok:
                 break
-        if ok and quad and mats and all(_same_matrix(M, mats[0]) for M in mats[1:]) and all(
-                _same_matrix(q.M, mats[0]) for q in quad):
+        if ok and quad and mats and all(same_matrix(M, mats[0]) for M in mats[1:]) and all(
+                same_matrix(q.M, mats[0]) for q in quad):
             metrics[var.name] = mats[0]
             forms |= {id(q) for q in quad}
     return metrics, forms
@@ -131,7 +120,7 @@ def kernel_metrics(model: Model, exclude) -> tuple[dict[str, object], set[int]]:
 
 def is_quadratic(term: Term) -> bool:
     """A smooth term with a constant Hessian (its L from power iteration is exact)."""
-    if isinstance(term, (QuadraticForm, SquaredError, Ridge, Linear)):
+    if "constant_hessian" in term.capabilities:  # Linear, SquaredError, Ridge, QuadraticForm
         return True
     return isinstance(term, MarginLossTerm) and "quadratic" in term.loss.capabilities
 

@@ -101,7 +101,7 @@ def same_matrix(A, B) -> bool:
         return True
     if isinstance(A, spla.LinearOperator) or isinstance(B, spla.LinearOperator):
         return False
-    if A.shape != B.shape:
+    if getattr(A, "shape", None) != getattr(B, "shape", None):
         return False
     if sp.issparse(A) or sp.issparse(B):
         return (sp.csr_matrix(A) != sp.csr_matrix(B)).nnz == 0
