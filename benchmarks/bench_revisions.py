@@ -10,6 +10,7 @@ Run from the repository root::
 
     python benchmarks/bench_revisions.py --base 4031345            # 3 rounds
     python benchmarks/bench_revisions.py --base main~3 --rounds 5
+    python benchmarks/bench_revisions.py --base main~1 --only estimator   # some cases only
 
 The base revision is checked out with ``git worktree`` into a temporary folder (removed at the
 end); the cases are the modelling layer's variants (``ssl_opt.modeling.variants``) with the
@@ -45,6 +46,9 @@ CASES = [
     ("example", "lass-moons", None, "admm"),
     ("example", "ere-robust-outliers", None, "irls"),
     ("example", "npkl-spiral-square", None, "bcd"),
+    ("estimator", "LapRLSC", 1797, "auto"),
+    ("estimator", "LapSVC", 1797, "auto"),
+    ("estimator", "LapSVC", 600, "newton"),
 ]
 
 CHILD = r"""
@@ -54,11 +58,35 @@ import ssl_opt
 from ssl_opt import registry
 from ssl_opt.modeling import variants
 cases = json.loads(sys.argv[1])
+
+
+def fit_digits(name, n, solver):
+    import numpy as np
+    from sklearn.datasets import load_digits
+    from ssl_opt import estimators
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:n], y[:n]
+    rng = np.random.default_rng(0)
+    semi = np.full_like(y, -1)
+    for k in np.unique(y):
+        semi[rng.choice(np.flatnonzero(y == k), 3, replace=False)] = k
+    est = getattr(estimators, name)(gamma_A=1e-6, gamma_I=1e-2, n_neighbors=10, solver=solver)
+    start = time.perf_counter()
+    est.fit(X, semi)
+    seconds = time.perf_counter() - start
+    sols = est.solution_
+    return [seconds, "/".join(sorted({s.status for s in sols})),
+            sum(s.iterations for s in sols), sum(s.objective for s in sols)]
+
+
 examples = {e.name: e for e in registry.examples()}
 out = {}
 for kind, name, size, solver in cases:
     key = f"{name}:{size}:{solver}" if size is not None else f"{name}:{solver}"
     try:
+        if kind == "estimator":
+            out[key] = fit_digits(name, size, solver)
+            continue
         problem = getattr(variants, name)(size) if kind == "variant" else examples[name].build()
         start = time.perf_counter()
         sol = ssl_opt.solve(problem, solver=solver)
@@ -85,7 +113,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--base", required=True, help="the git revision to compare with")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (best of)")
+    parser.add_argument("--only", nargs="*", default=(),
+                        help="run the cases whose kind or name contains one of these words")
     args = parser.parse_args()
+    cases = [c for c in CASES if not args.only or any(w in f"{c[0]} {c[1]}" for w in args.only)]
     root = str(_source_tree.ROOT)
     head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, text=True,
                           capture_output=True, check=True).stdout.strip()
@@ -100,7 +131,7 @@ def main() -> None:
             for r in range(args.rounds):
                 for name, tree in (("base", base), ("head", root)):
                     print(f"round {r + 1}: {name}", file=sys.stderr, flush=True)
-                    runs[name].append(run(tree, CASES))
+                    runs[name].append(run(tree, cases))
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", base], cwd=root,
                            capture_output=True)

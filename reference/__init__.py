@@ -1,11 +1,12 @@
 """Reference backend (installed as ``ssl_opt.reference``): exact CVXPY programs."""
 
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.reference import ere, lass, linear, manifold, model, npkl
+from ssl_opt.reference import ere, lass, linear, manifold, model, npkl, one_vs_rest
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 
 PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear.PRIMAL, lass.PRIMAL, npkl.PRIMAL,
                        *ere.FORMULATIONS, model.FORMULATION]
+PRIMAL_FORMULATIONS.append(one_vs_rest.formulation(PRIMAL_FORMULATIONS))
 DUAL_FORMULATIONS = [manifold.DUAL]
 
 #: Interior-point growth in each family's cost size (see ``ssl_opt.selection.generators``).

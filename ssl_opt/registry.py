@@ -46,6 +46,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ssl_opt.plugins.model.mirror",
     "ssl_opt.plugins.model.transductive",
     "ssl_opt.plugins.model.laprls_columns",
+    "ssl_opt.plugins.model.one_vs_rest",
     "ssl_opt.plugins.model.admm_split",
     "ssl_opt.plugins.model.irls_mm",
     "ssl_opt.problems.manifold.examples",

@@ -92,6 +92,10 @@ class Solver:
     hint: ClassVar[str] = ""
     #: Among solvers predicted equally fast, the lower rank is chosen (``backend="auto"``).
     preference: ClassVar[int] = 1
+    #: Starting from the problem's quadratic (square-loss) surrogate is one step of this
+    #: solver from 0, so a shared factorization of the surrogate saves that step on every
+    #: class of a one-vs-rest problem (``plugins/model/one_vs_rest.py``). Needs ``warm_start``.
+    starts_from_quadratic: ClassVar[bool] = False
     description: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
     #: Known growth per ``family/variant`` key (or bare family): ``(exponent, why)``, the

@@ -23,6 +23,7 @@ from ssl_opt.plugins.manifold.reduced_system import (
     dense_kernel_refusal,
 )
 from ssl_opt.problems.manifold.problem import LapSVM
+from ssl_opt.problems.one_vs_rest import OneVsRest
 from ssl_opt.solution import OPTIMAL, Solution
 from ssl_opt.solvers import Solver
 
@@ -31,54 +32,58 @@ class LapRLSDirect(Solver):
     name = "laprls-direct"
     complexity = {"manifold": (3.0, "O(n³): one dense n×n solve")}
     tolerance_family = "direct"
-    problem_types = (LapSVM,)
+    problem_types = (LapSVM, OneVsRest)
     requires = {"loss": ("quadratic",)}
     hint = ("the direct solve needs a quadratic loss (LapRLS's square loss); for the squared "
             "hinge use 'newton' or 'pcg', for the hinge 'cvxpy' or 'cvxpy-dual'")
-    description = "LapRLS normal equations [000 eq. 14], one dense LU solve, O(n^3)."
+    description = ("LapRLS normal equations [000 eq. 14], one dense LU solve, O(n^3); the c "
+                   "classes of a one-vs-rest LapRLS share the LU (c right-hand sides).")
     options = {}
 
     def missing(self, problem) -> list[str]:
-        """The declared requirements, and K dense (refused for a kernel operator whose dense
-        system does not fit in memory: :func:`dense_kernel_refusal`)."""
+        """The declared requirements, a one-vs-rest problem of LapSVM columns, and K dense
+        (refused for a kernel operator whose dense system does not fit in memory:
+        :func:`dense_kernel_refusal`)."""
         reasons = super().missing(problem)
-        return reasons or dense_kernel_refusal(problem, self.name)
+        first = problem.first if isinstance(problem, OneVsRest) else problem
+        if not reasons and not isinstance(first, LapSVM):
+            reasons = [f"one-vs-rest columns of type LapSVM or LapRLS (got "
+                       f"{type(first).__name__})"]
+        return reasons or dense_kernel_refusal(first, self.name)
 
     def predicted_time(self, problem) -> float:
+        """One LU of the n×n system; for c classes the one LU (predicted as for one class,
+        the cost model's when there is one) plus the c right-hand sides."""
+        if isinstance(problem, OneVsRest):
+            from ssl_opt.selection.select import predict
+
+            n = problem.first.n
+            return predict(self, problem.first).seconds + 2e-10 * n * n * problem.c
         n = problem.structure.sizes["n"]
         return 5e-3 + 4e-11 * n**3
 
+    def predicted_memory(self, problem) -> float:
+        """A one-vs-rest problem: one class's system plus the c solution columns."""
+        if isinstance(problem, OneVsRest):
+            from ssl_opt.selection.select import predict
+
+            return predict(self, problem.first).memory + 24.0 * problem.first.n * problem.c
+        return super().predicted_memory(problem)
+
     def _solve(self, problem) -> Solution:
-        return solve_columns([problem])[0]
+        if isinstance(problem, OneVsRest):
+            columns = _solve_columns(problem.columns)
+            return Solution(problem.stack(columns), float(sum(c.objective for c in columns)),
+                            OPTIMAL, 1, 0.0, self.backend, self.name,
+                            info={"columns": columns, "shared_factorization": problem.c})
+        return _solve_columns([problem])[0]
 
 
-def _same_matrix(A, B) -> bool:
-    if A is B:
-        return True
-    if sp.issparse(A) and sp.issparse(B):
-        return (A.shape == B.shape and A.nnz == B.nnz and np.array_equal(A.indptr, B.indptr)
-                and np.array_equal(A.indices, B.indices) and np.array_equal(A.data, B.data))
-    return not sp.issparse(A) and not sp.issparse(B) and np.array_equal(A, B)
-
-
-def solve_columns(problems: list) -> list[Solution]:
-    """Solve LapRLS problems that differ only in their labels ``y`` with one LU.
-
-    The matrix of [000 eq. 14] depends on K, L, γ_A, γ_I, the bias and which points are
-    labeled, not on the labels: the c one-vs-rest problems of a multi-class LapRLS are c
-    right-hand sides of one system (docs/design.md §7). Raises ``ValueError`` when the problems
-    do not share K, L, the γs, the bias and l.
-    """
+def _solve_columns(problems: list) -> list[Solution]:
+    """LapRLS problems that differ only in their labels ``y`` (the columns of a
+    :class:`OneVsRest`, or one problem) by one LU: the matrix of [000 eq. 14] depends on K, L,
+    γ_A, γ_I, the bias and which points are labeled, not on the labels (docs/design.md §7)."""
     first = problems[0]
-    if "quadratic" not in first.loss.capabilities:
-        raise ValueError("solve_columns needs a quadratic loss (LapRLS's square loss): for "
-                         "another loss one step from 0 is not the minimizer.")
-    for p in problems[1:]:
-        if (p.K is not first.K or not _same_matrix(p.L, first.L) or p.gamma_A != first.gamma_A
-                or p.gamma_I != first.gamma_I or p.bias != first.bias or p.l != first.l
-                or type(p.loss) is not type(first.loss)):
-            raise ValueError("solve_columns needs problems that differ only in y (the same K "
-                             "and L objects, gammas, bias, loss and number of labeled points).")
     start = time.perf_counter()
     zero = np.zeros(first.n)
     rhs = [p.preconditioned_gradient(zero, zero, zero) for p in problems]  # at α = 0, b = 0
@@ -111,9 +116,9 @@ def solve_targets(K: np.ndarray, L, T: np.ndarray, gamma_A: float, gamma_I: floa
     by one LU of the reduced system of [000 eq. 14] with c right-hand sides: ``(J_L K + γ_A I +
     γ_I LK) α_k + (J_L 1 + γ_I L1) b_k = J_Lᵀ T_k`` and the bias row ``Σ_{i≤l} T_ik``. The
     matrix depends on K, L, the γs, the bias and l, not on T (docs/design.md §7): the same
-    system as :func:`solve_columns`, for targets that need not be ±1 (K dense, γ_A > 0; L any
-    symmetric PSD matrix or operator). Raises ``InvalidInputError`` when K or L is found
-    indefinite along a solution column (:func:`check_curvature`)."""
+    system as :class:`LapRLSDirect` on a :class:`OneVsRest`, for targets that need not be ±1
+    (K dense, γ_A > 0; L any symmetric PSD matrix or operator). Raises ``InvalidInputError``
+    when K or L is found indefinite along a solution column (:func:`check_curvature`)."""
     T = np.asarray(T, dtype=np.float64)
     l = T.shape[0]
     data = SystemData(K, L, float(gamma_A), float(gamma_I), l, bool(bias))

@@ -37,6 +37,9 @@ class Newton(Solver):
     tolerance_family = "direct"
     problem_types = (LapSVM,)
     requires = {"loss": ("derivative", "second_derivative")}
+    #: The LapRLS solution is Newton's first step from 0 for the squared hinge, whose
+    #: curvature at 0 is the square loss's.
+    starts_from_quadratic = True
     hint = "newton needs a twice-differentiable loss; for the hinge use 'cvxpy' or 'cvxpy-dual'"
     description = (
         "Newton with the generalized Hessian and exact line search [000 §3.1]; "

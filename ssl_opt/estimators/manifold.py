@@ -20,6 +20,7 @@ import scipy.sparse as sp
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ssl_opt import registry
 from ssl_opt._validation import (
     as_float_matrix,
     check_bool,
@@ -28,7 +29,7 @@ from ssl_opt._validation import (
     check_square,
     check_symmetric,
 )
-from ssl_opt.api import select
+from ssl_opt.api import solve
 from ssl_opt.builders.laplacian import validated_adjacency
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import warn_if_degenerate_kernel, warn_if_disconnected
@@ -43,8 +44,8 @@ from ssl_opt.estimators._labels import LabelLayout
 from ssl_opt.operators import KernelOperator, NystromOperator
 from ssl_opt.operators.plan import kernel_plan
 from ssl_opt.plugins.manifold.early_stopping import RULES
-from ssl_opt.plugins.manifold.laprls_direct import solve_columns
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
+from ssl_opt.problems.one_vs_rest import OneVsRest
 
 #: The check of scikit-learn's suite that cannot hold for these estimators, with the reason.
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
@@ -263,42 +264,25 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                 for c in columns]
 
     def _solve_all(self, problems: list, options: list[dict]) -> list:
-        """One solution per problem. One-vs-rest shares what does not depend on the labels:
-        LapRLS solves every class with one factorization when that is predicted cheaper than
-        the per-class pick; Newton on LapSVM starts every class from its LapRLS solution, one
-        shared factorization for all classes (it equals Newton's first step from 0 for the
-        squared hinge, whose curvature at 0 is the square loss's)."""
+        """One solution per problem. The classes of a multi-class fit are one
+        :class:`~ssl_opt.problems.OneVsRest` problem: ``select`` weighs one LU for every class
+        (LapRLS) against the classes one by one (Newton then starts every class from one
+        shared LapRLS factorization), see ``plugins/model/one_vs_rest.py``."""
         previous = self._previous_solutions()
         if previous is not None and len(previous) != len(problems):
             previous = None
         products_only = self.operator_ in ("matrix-free", "matrix-free-float32")
         solver = "pcg" if (self.early_stopping is not None or products_only) and (
             self.solver in ("auto", "fast")) else self.solver
-        if len(problems) > 1 and previous is None and not options[0] and (
-                self.operator_ == "dense"):
-            name, shared = self._shared_plan(problems, solver)
-            if shared and isinstance(problems[0], LapRLS):
-                return solve_columns(problems)
-            if shared:
-                previous = solve_columns([p.with_labels(p.y, loss="square") for p in problems])
-                solver = name
-        return [solve_with(p, solver, o, None if previous is None else previous[k])
-                for k, (p, o) in enumerate(zip(problems, options, strict=True))]
-
-    def _shared_plan(self, problems: list, solver: str) -> tuple[str, bool]:
-        """The solver each class would get, and whether the shared factorization is used."""
-        if solver == "laprls-direct":
-            return solver, isinstance(problems[0], LapRLS)
-        if solver not in BACKEND_CHOICES:
-            return solver, solver == "newton" and "quadratic" not in problems[0].loss.capabilities
-        if solver == "reference":
-            return solver, False
-        selection = select(problems[0], solver)
-        if isinstance(problems[0], LapRLS):
-            times = selection.predicted_time
-            direct = times.get("laprls-direct", np.inf)
-            return "laprls-direct", direct <= len(problems) * times[selection.solver]
-        return selection.solver, selection.solver == "newton"
+        if len(problems) == 1:
+            return [solve_with(problems[0], solver, options[0],
+                               None if previous is None else previous[0])]
+        classes = OneVsRest(problems[0], np.column_stack([p.y for p in problems]))
+        whole = solver in BACKEND_CHOICES or registry.get_solver(solver).supports(classes)
+        if whole and previous is None and not any(options):
+            return classes.split(solve_with(classes, solver, None))
+        return classes.split(solve(classes, solver="one-vs-rest", class_solver=solver,
+                                   class_options=options, warm_start=previous))
 
     def _store(self, layout: LabelLayout, problems: list, solutions: list) -> None:
         inv = layout.inverse

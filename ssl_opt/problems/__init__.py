@@ -9,8 +9,9 @@ from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
 from ssl_opt.problems.npkl.boundary import BoundaryReduction
 from ssl_opt.problems.npkl.problem import NPKL
+from ssl_opt.problems.one_vs_rest import OneVsRest
 
 __all__ = [
     "BoundaryReduction", "DAS3VM", "ERE", "LASS", "LRL", "NPKL", "LapRLS", "LapSVM", "LinearSVM",
-    "Problem", "Structure", "SumOfNorms", "TSVM",
+    "OneVsRest", "Problem", "Structure", "SumOfNorms", "TSVM",
 ]

@@ -221,15 +221,16 @@ def test_prediction_holds_one_block_of_the_cross_kernel_at_a_time():
 
 
 def test_shared_factorization_refuses_problems_it_cannot_solve():
-    from ssl_opt.plugins.manifold.laprls_direct import solve_columns
+    from ssl_opt.exceptions import UnsupportedProblemError
+    from ssl_opt.problems import OneVsRest
 
     X, _, ys = _moons()
     est = LapSVC().fit(X, ys)
-    with pytest.raises(ValueError, match="quadratic"):
-        solve_columns([est.problem_])  # squared hinge: one step from 0 is not the optimum
-    other = LapRLS(est.problem_.K, est.problem_.L, est.problem_.y, 1.0, 1.0)
-    with pytest.raises(ValueError, match="differ only in y"):
-        solve_columns([est.problem_.with_labels(est.problem_.y, loss="square"), other])
+    classes = OneVsRest(est.problem_, np.column_stack([est.problem_.y, -est.problem_.y]))
+    with pytest.raises(UnsupportedProblemError, match="quadratic"):
+        ssl_opt.solve(classes, solver="laprls-direct")  # squared hinge: one step is not it
+    solution = ssl_opt.solve(classes.with_loss("square"), solver="laprls-direct")
+    assert solution.info["shared_factorization"] == 2
 
 
 @pytest.mark.parametrize("kwargs, message", [

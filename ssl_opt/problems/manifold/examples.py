@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import numpy as np
+from sklearn.datasets import make_blobs
+
 from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
 from ssl_opt.datasets.synthetic import gaussian_blobs, two_moons
 from ssl_opt.examples import Example
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.operators import KernelOperator, NystromOperator
 from ssl_opt.problems.manifold.problem import LapRLS, LapSVM
+from ssl_opt.problems.one_vs_rest import OneVsRest
 from ssl_opt.selection.generators import Generator, geometric_scales
 
 
@@ -43,6 +47,22 @@ def _nystrom_moons():
     return LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=1.0)
 
 
+def _one_vs_rest_blobs(loss: str):
+    """Three Gaussian blobs, n = 90, 3 labels per class: the three one-vs-rest classes as one
+    :class:`~ssl_opt.problems.OneVsRest` problem."""
+    def build():
+        X, labels = make_blobs(n_samples=90, centers=3, cluster_std=1.3, random_state=4)
+        first = np.concatenate([np.flatnonzero(labels == k)[:3] for k in range(3)])
+        order = np.concatenate([first, np.setdiff1d(np.arange(90), first)])
+        X, labels = X[order], labels[order]
+        K = rbf_kernel(X, sigma=1.5)
+        L = graph_laplacian_from_data(X, n_neighbors=6, normalized=True)
+        Y = np.where(labels[:9, None] == np.arange(3)[None, :], 1.0, -1.0)
+        return OneVsRest(LapSVM(K, L, Y[:, 0], 1e-2, 1e-1, loss=loss), Y)
+
+    return build
+
+
 @hookimpl
 def register_examples():
     return [
@@ -58,6 +78,12 @@ def register_examples():
         Example("lapsvm-nystrom-moons", "manifold",
                 "primal LapSVM on a rank-40 Nyström kernel (K̃ = ΦΦᵀ), two moons n=120",
                 _nystrom_moons),
+        Example("laprls-one-vs-rest-blobs", "one-vs-rest",
+                "LapRLS one-vs-rest, 3 Gaussian blobs n=90, 3 labels per class",
+                _one_vs_rest_blobs("square")),
+        Example("lapsvm-one-vs-rest-blobs", "one-vs-rest",
+                "primal LapSVM one-vs-rest, 3 Gaussian blobs n=90, 3 labels per class",
+                _one_vs_rest_blobs("squared_hinge")),
     ]
 
 
