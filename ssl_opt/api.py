@@ -19,12 +19,13 @@ def solve(problem: Problem, backend: str = "auto", solver: str | None = None,
           time_budget: float | None = None, memory_budget: float | None = None,
           **options) -> Solution:
     """Solve ``problem``; ``solver`` names a registered solver, otherwise :func:`select` picks
-    (with ``time_budget`` seconds and ``memory_budget`` bytes, see :func:`select`).
+    among the solvers that take every option given (with ``time_budget`` seconds and
+    ``memory_budget`` bytes, see :func:`select`).
 
     Options go to the solver (e.g. ``tol``, ``max_iter``, ``warm_start``, ``early_stopping``).
     """
     if solver is None:
-        selection = select(problem, backend, time_budget, memory_budget)
+        selection = select(problem, backend, time_budget, memory_budget, options=options)
         chosen = registry.get_solver(selection.solver)
     else:
         if backend not in BACKENDS:

@@ -100,7 +100,8 @@ def _solve_columns(problems: list) -> list[Solution]:
     solutions = []
     for k, p in enumerate(problems):
         x = {"alpha": alphas[:, k].copy(), "b": np.array(bs[k] if first.bias else 0.0)}
-        solutions.append(Solution(x, float(p.objective(x)), OPTIMAL, 1, seconds,
+        objective = p.objective_parts(x["alpha"], float(x["b"]), K_alpha[:, k], LF[:, k])
+        solutions.append(Solution(x, float(objective), OPTIMAL, 1, seconds,
                                   LapRLSDirect.backend, LapRLSDirect.name,
                                   info={"tolerance_family": LapRLSDirect.tolerance_family,
                                         "shared_factorization": len(problems)}))

@@ -91,8 +91,8 @@ class OneVsRestSolver(Solver):
         if len(options) != problem.c:
             raise InvalidInputError(f"class_options must hold one dict per class ({problem.c}),"
                                     f" got {len(options)}.")
-        names = [select(p, class_solver).solver if class_solver in BACKENDS else class_solver
-                 for p in problem.columns]
+        names = [select(p, class_solver, options=o).solver if class_solver in BACKENDS
+                 else class_solver for p, o in zip(problem.columns, options, strict=True)]
         solvers = [registry.get_solver(n) for n in names]
         starts = _starts(problem, warm_start)
         shared = starts is None and shared_start and _shared_start_applies(problem, solvers,

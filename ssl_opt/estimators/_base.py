@@ -37,7 +37,8 @@ def solve_with(problem, solver: str, options: dict | None, warm_start=None) -> S
     else:
         kwargs = {"solver": solver}
     if warm_start is not None and _shapes_match(problem, warm_start):
-        name = solver if solver not in BACKEND_CHOICES else select(problem, solver).solver
+        name = (solver if solver not in BACKEND_CHOICES
+                else select(problem, solver, options=opts).solver)
         if "warm_start" in registry.get_solver(name).options:
             opts.setdefault("warm_start", warm_start)
             kwargs = {"solver": name}

@@ -271,9 +271,9 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         previous = self._previous_solutions()
         if previous is not None and len(previous) != len(problems):
             previous = None
+        # K is recomputed on every product: the user asked for no stored K, which PCG honours
         products_only = self.operator_ in ("matrix-free", "matrix-free-float32")
-        solver = "pcg" if (self.early_stopping is not None or products_only) and (
-            self.solver in ("auto", "fast")) else self.solver
+        solver = "pcg" if products_only and self.solver in ("auto", "fast") else self.solver
         if len(problems) == 1:
             return [solve_with(problems[0], solver, options[0],
                                None if previous is None else previous[0])]

@@ -295,8 +295,8 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         return self
 
     def _solve(self, problem: NPKL, seed: int):
-        name = (select(problem, self.solver).solver if self.solver in BACKEND_CHOICES
-                else self.solver)
+        name = (select(problem, self.solver, options=self.solver_options or {}).solver
+                if self.solver in BACKEND_CHOICES else self.solver)
         declared = registry.get_solver(name).options
         opts = dict(self.solver_options or {})
         if self.rank is not None and "rank" in declared:

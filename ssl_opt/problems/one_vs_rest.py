@@ -135,7 +135,18 @@ class OneVsRest(Problem):
 
     # ------------------------------------------------------------------ evaluation
     def objective(self, x) -> float:
-        return float(sum(p.objective(self.column(x, k)) for k, p in enumerate(self.columns)))
+        """``Σ_k J_k``; for kernel columns (``objective_parts``) with one product ``K·α`` and
+        one ``L·F`` for all classes, not one per class."""
+        first = self.first
+        if not hasattr(first, "objective_parts"):
+            return float(sum(p.objective(self.column(x, k)) for k, p in enumerate(self.columns)))
+        v = self.unpack(x)
+        alpha, b = v["alpha"], v["b"]
+        K_alpha = first.K_dot(alpha)
+        F = K_alpha + (b[None, :] if first.bias else 0.0)
+        LF = first.L_dot(F)
+        return float(sum(p.objective_parts(alpha[:, k], float(b[k]), K_alpha[:, k], LF[:, k])
+                         for k, p in enumerate(self.columns)))
 
     def gradient(self, x) -> dict[str, np.ndarray]:
         return self.stack([p.gradient(self.column(x, k)) for k, p in enumerate(self.columns)])

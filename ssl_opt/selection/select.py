@@ -17,6 +17,7 @@ choice.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ssl_opt import registry
@@ -141,7 +142,7 @@ def _model_prediction(solver, problem: Problem) -> Prediction:
 
 
 def select(problem: Problem, backend: str = "auto", time_budget: float | None = None,
-           memory_budget: float | None = None) -> Selection:
+           memory_budget: float | None = None, options: Iterable[str] = ()) -> Selection:
     """Choose a solver for ``problem`` and say why.
 
     * ``"reference"`` / ``"fast"``: the applicable solver of that backend with the smallest
@@ -155,6 +156,8 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
 
     ``memory_budget`` (bytes, default: the memory the OS reports available) excludes solvers
     predicted to need more; when none is left, :class:`InsufficientMemoryError` explains.
+    ``options`` (names, e.g. the keywords given to :func:`~ssl_opt.solve`) excludes solvers
+    that do not take every one of them (``early_stopping`` leaves PCG).
     """
     if backend not in BACKENDS:
         raise InvalidInputError(f"backend must be one of {BACKENDS}, got {backend!r}.")
@@ -173,8 +176,11 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
             "no solver is registered (were the built-in plugins unregistered?); register one "
             "with ssl_opt.register_plugin, or reinstall ssl-opt."
         )
-    ok = {name: s for name, s in table.items() if s.supports(problem)}
-    unsupported = {name: s.missing(problem) for name, s in table.items() if name not in ok}
+    wanted_options = sorted(set(options))
+    unsupported = {name: s.missing(problem) or _options_missing(s, wanted_options)
+                   for name, s in table.items()}
+    ok = {name: table[name] for name, reasons in unsupported.items() if not reasons}
+    unsupported = {name: reasons for name, reasons in unsupported.items() if reasons}
     predictions = {name: predict(s, problem) for name, s in ok.items()}
     limit = float(memory_budget) if memory_budget is not None else available_memory()
     fits = {n for n, p in predictions.items() if not p.memory > limit}
@@ -260,6 +266,13 @@ def _memory_reasons(name, predictions, fits, limit) -> str:
             f"{n} ~{_bytes(predictions[n].memory)}"
             + (f" ({predictions[n].note})" if predictions[n].note else "") for n in over)
     return out
+
+
+def _options_missing(solver, options: list[str]) -> list[str]:
+    lacking = [o for o in options if o not in solver.options]
+    if not lacking:
+        return []
+    return [f"the option(s) {lacking} (it takes {sorted(solver.options) or 'none'})"]
 
 
 def _finite(seconds: float) -> float:

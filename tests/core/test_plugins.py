@@ -108,6 +108,18 @@ def test_unknown_solver_and_option(problem_factory):
         ssl_opt.solve(p, backend="reference", solver="pcg")
 
 
+def test_auto_selection_keeps_the_solvers_that_take_the_options_given(problem_factory):
+    p = problem_factory(n=60)
+    assert ssl_opt.select(p).solver != "pcg"  # newton or the reference, by the cost models
+    sel = ssl_opt.select(p, options=["early_stopping"])
+    assert sel.solver == "pcg"
+    assert "early_stopping" in " ".join(sel.unsupported["newton"])
+    sol = ssl_opt.solve(p, early_stopping="stability")  # newton would refuse the option
+    assert sol.solver == "pcg" and sol.status == "early_stopped"
+    with pytest.raises(ssl_opt.UnsupportedProblemError, match="no_solver_takes_this"):
+        ssl_opt.select(p, options=["no_solver_takes_this"])
+
+
 def test_auto_selection_follows_the_cost_models(problem_factory):
     small = problem_factory(n=60)
     sel = ssl_opt.select(small)
