@@ -99,6 +99,16 @@ def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, f
     point = Solution(x=x, objective=np.nan, status="", iterations=0, time=0.0, backend="",
                      solver="", info={} if multipliers is None else
                      {"multipliers": multipliers})
+    return certificate_of(model, point)
+
+
+def certificate_of(model: Model, point, **options) -> dict[str, float]:
+    """The certificate ``certify`` judges ``model`` by: the terms' (``options`` of
+    ``Model.kkt_options``) for a plain model, the named model's own residuals (its paper's
+    KKT conditions, e.g. LASS's) for a named one, so a generic solver stops where certify
+    passes."""
+    if model.kkt_options is Model.kkt_options:
+        return model.kkt(point, **options)
     return model.kkt(point)
 
 
@@ -247,7 +257,7 @@ def certificate_check(model: Model, x: dict, multipliers, max_iter: int = 200,
     point = Solution(x=x, objective=np.nan, status="", iterations=0, time=0.0, backend="",
                      solver="", info={} if multipliers is None else
                      {"multipliers": multipliers})
-    return model.kkt(point, max_iter=max_iter, tol=tol, kink_tol=kink_tol)
+    return certificate_of(model, point, max_iter=max_iter, tol=tol, kink_tol=kink_tol)
 
 
 def kink_tolerance(tol: float) -> float:

@@ -129,7 +129,7 @@ class FISTA(ModelSolver):
         theta = start_point(model, warm_start)
         if check_terms:
             check_user_terms(model, model.all_terms, theta)
-        kink_tol = float(model.kkt_options["kink_tol"].default)
+        kink_tol = float(Model.kkt_options["kink_tol"].default)
 
         x, zx = theta, split.forward(theta)
         Fx = split.F(zx)

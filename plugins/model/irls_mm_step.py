@@ -284,7 +284,9 @@ class MMStep:
                 (weights <= REUSE * old) & (old <= REUSE * weights)):
             self.reused += 1
             return
-        self._factor(self.pattern.matrix(np.split(weights, self._splits)))
+        # a smooth model has no weighted block: no weights to split
+        parts = np.split(weights, self._splits) if self.pattern.maps else []
+        self._factor(self.pattern.matrix(parts))
         self._factored = weights
 
     def mm(self, X, grad):

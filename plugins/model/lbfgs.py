@@ -112,7 +112,7 @@ class LBFGS(ModelSolver):
         theta = np.clip(start_point(model, warm_start), lo, hi)
         if check_terms:
             check_user_terms(model, terms + constraints, theta)
-        kink_tol = float(model.kkt_options["kink_tol"].default)
+        kink_tol = float(Model.kkt_options["kink_tol"].default)
         state = {"theta": None, "iterations": 0, "evaluations": 0, "best": None, "slow": "",
                  "trace": [], "timed_out": False}
 

@@ -255,9 +255,13 @@ class Model(Problem):
     def lowerings(self) -> dict:
         """The named problems this model is exactly (see :mod:`ssl_opt.modeling.lowering`):
         ``{problem class: Lowering}``, and the reason each other known structure does not
-        apply in :attr:`lowering_failures`."""
+        apply in :attr:`lowering_failures`. A named model (a paper's problem, ``family`` set)
+        is its own structure: it lowers to nothing else."""
         from ssl_opt.modeling.lowering import find_lowerings
 
+        if self.family != Model.family:
+            object.__setattr__(self, "_lowering_failures", {})
+            return {}
         found, failures = find_lowerings(self)
         object.__setattr__(self, "_lowering_failures", failures)
         return found

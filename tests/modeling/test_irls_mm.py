@@ -276,3 +276,23 @@ def test_ere_huber_is_certified_by_elimination():
     assert sol.info["stages"] <= 2
     ref = _reference_check(model, sol)
     assert abs(sol.objective - ref.objective) <= 1e-8 * abs(ref.objective)
+
+
+def test_a_smooth_model_of_matrix_scores_solves_without_weighted_blocks():
+    """Graph quadratic plus a squared error on the labeled rows: no norm or Huber term, so
+    no weighted block (a regression: the empty weights once failed to split). Against the
+    normal equations (λL + J)F = J·Y_pad, J the labeled rows' selector."""
+    from ssl_opt.builders import knn_graph, laplacian
+    from ssl_opt.modeling.terms import GraphQuadratic, SquaredError
+
+    X = np.random.default_rng(3).normal(size=(40, 2))
+    L = laplacian(knn_graph(X, n_neighbors=5))
+    Y = np.eye(3)[[0, 1, 2, 0, 1, 2]]
+    F = Variable("F", (40, 3))
+    model = Model([GraphQuadratic(F, L, 0.3), SquaredError(F[:6], Y)], prediction=F)
+    sol = ssl_opt.solve(model, solver="irls-mm")
+    J = np.zeros(40)
+    J[:6] = 1.0
+    expected = np.linalg.solve(0.3 * L.toarray() + np.diag(J), np.vstack([Y, np.zeros((34, 3))]))
+    assert sol.status == "optimal"
+    np.testing.assert_allclose(sol.x["F"], expected, atol=1e-8)

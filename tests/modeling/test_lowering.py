@@ -143,7 +143,14 @@ def problem(name):
 
 @cache
 def model(name):
-    return problem(name).as_model()
+    """The family as a plain model of its terms: ``as_model()``, or for a named model (a
+    problem that is already a Model, LASS) a plain Model of the same terms, as a user who
+    wrote them would have it."""
+    p = problem(name)
+    m = p.as_model()
+    if m is p:
+        return Model(p.terms, p.constraints, prediction=p.prediction_expression, name=p.name)
+    return m
 
 
 @cache

@@ -35,7 +35,10 @@ from ssl_opt._validation import (
 from ssl_opt.builders.laplacian import laplacian
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.modeling.expressions import Variable
+from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.terms import GraphQuadratic, LinearScore, SimplexRows
+from ssl_opt.problems.base import Structure
 from ssl_opt.solvers import Option
 
 
@@ -46,8 +49,13 @@ def lp_assignment(G: np.ndarray) -> np.ndarray:
     return top / top.sum(axis=1, keepdims=True)
 
 
-class LASS(Problem):
+class LASS(Model):
     """Laplacian assignment: ``min λ tr(ZᵀLZ) − tr(GᵀZ)`` over row-stochastic ``Z ≥ 0``.
+
+    A named model (docs/design.md §2a): the model ``GraphQuadratic(Z, L, λ) + LinearScore(Z,
+    G)`` subject to ``SimplexRows(Z)``, so every solver of models applies to it; its structure
+    tag is ``lass/qp``, its paper solver ``admm`` (``plugins/lass/admm.py``), its residuals the
+    readable KKT conditions of [002 eq. 4] below.
 
     Parameters
     ----------
@@ -93,7 +101,9 @@ class LASS(Problem):
                      "2·lam·max(degree)": 2.0 * self.lam
                      * float(self.L.diagonal().max(initial=0.0))},
             "Rescale G and lam by the same factor (Z is unchanged) so that both are of order 1.")
-        self._freeze()
+        Z = Variable("Z", (self.N, self.K))
+        super().__init__([GraphQuadratic(Z, self.L, self.lam), LinearScore(Z, self.G)],
+                         [SimplexRows(Z)], prediction=Z, name="lass")
 
     # ------------------------------------------------------------------ declaration
     @property
@@ -112,15 +122,9 @@ class LASS(Problem):
         # not guaranteed in general (Th. 2.1).
         return False
 
-    def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model` (docs/design.md §6):
-        ``GraphQuadratic(Z, L, λ) + LinearScore(Z, G)`` subject to ``SimplexRows(Z)``."""
-        from ssl_opt.modeling import GraphQuadratic, LinearScore, Model, SimplexRows, Variable
-
-        Z = Variable("Z", (self.N, self.K))
-        return Model([GraphQuadratic(Z, self.L, self.lam), LinearScore(Z, self.G)],
-                     [SimplexRows(Z)], prediction=Z, name="lass",
-                     unique_prediction=self.unique_prediction)
+    def as_model(self) -> LASS:
+        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
+        return self
 
     # ------------------------------------------------------------------ evaluation
     def objective(self, x) -> float:
