@@ -104,10 +104,10 @@ def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, f
 
 def certificate_of(model: Model, point, **options) -> dict[str, float]:
     """The certificate ``certify`` judges ``model`` by: the terms' (``options`` of
-    ``Model.kkt_options``) for a plain model, the named model's own residuals (its paper's
-    KKT conditions, e.g. LASS's) for a named one, so a generic solver stops where certify
-    passes."""
-    if model.kkt_options is Model.kkt_options:
+    ``Model.kkt_options``) for a model whose ``_kkt`` is the Model's, the named model's own
+    residuals (its paper's KKT conditions, e.g. LASS's; no options) when it overrides
+    ``_kkt``, so a generic solver stops where certify passes."""
+    if type(model)._kkt is Model._kkt:
         return model.kkt(point, **options)
     return model.kkt(point)
 
