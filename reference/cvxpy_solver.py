@@ -42,6 +42,14 @@ class Formulation:
     requires: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
+def formulation_for(table: dict[type, Formulation], problem_type: type) -> Formulation | None:
+    """The formulation of ``problem_type`` or of its nearest base class in ``table``."""
+    for cls in problem_type.__mro__:
+        if cls in table:
+            return table[cls]
+    return None
+
+
 class CvxpyReference(Solver):
     backend = "reference"
     tolerance_family = "reference"
@@ -72,10 +80,7 @@ class CvxpyReference(Solver):
         self.problem_types = tuple(self.formulations)
 
     def _formulation(self, problem) -> Formulation | None:
-        for cls in type(problem).__mro__:
-            if cls in self.formulations:
-                return self.formulations[cls]
-        return None
+        return formulation_for(self.formulations, type(problem))
 
     def missing(self, problem) -> list[str]:
         form = self._formulation(problem)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import cvxpy as cp
 
 from ssl_opt.problems.one_vs_rest import OneVsRest
-from ssl_opt.reference.cvxpy_solver import Formulation
+from ssl_opt.reference.cvxpy_solver import Formulation, formulation_for
 from ssl_opt.solvers import lacking_capabilities
 
 
@@ -17,10 +17,7 @@ def formulation(columns: list[Formulation]) -> Formulation:
     table = {f.problem_type: f for f in columns}
 
     def of(problem):
-        for cls in type(problem.first).__mro__:
-            if cls in table:
-                return table[cls]
-        return None
+        return formulation_for(table, type(problem.first))
 
     def build(problem: OneVsRest):
         form = of(problem)

@@ -96,17 +96,18 @@ class ModelSolver(Solver):
 def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, float]:
     """The model's certificate at ``x`` (with the solver's multipliers as the starting point of
     the certificate's minimization over subgradients)."""
+    return certificate_of(model, x, multipliers)
+
+
+def certificate_of(model: Model, x: dict, multipliers=None, **options) -> dict[str, float]:
+    """The certificate ``certify`` judges ``model`` by at ``x``, started from the solver's
+    ``multipliers``: the terms' (``options`` of ``Model.kkt_options``) for a model whose
+    ``_kkt`` is the Model's, the named model's own residuals (its paper's KKT conditions, e.g.
+    LASS's; no options) when it overrides ``_kkt``, so a generic solver stops where certify
+    passes."""
     point = Solution(x=x, objective=np.nan, status="", iterations=0, time=0.0, backend="",
                      solver="", info={} if multipliers is None else
                      {"multipliers": multipliers})
-    return certificate_of(model, point)
-
-
-def certificate_of(model: Model, point, **options) -> dict[str, float]:
-    """The certificate ``certify`` judges ``model`` by: the terms' (``options`` of
-    ``Model.kkt_options``) for a model whose ``_kkt`` is the Model's, the named model's own
-    residuals (its paper's KKT conditions, e.g. LASS's; no options) when it overrides
-    ``_kkt``, so a generic solver stops where certify passes."""
     if type(model)._kkt is Model._kkt:
         return model.kkt(point, **options)
     return model.kkt(point)
@@ -254,10 +255,7 @@ def certificate_check(model: Model, x: dict, multipliers, max_iter: int = 200,
     from above, so both can only overstate it: a solver may stop when this passes. A
     ``kink_tol`` below the model's default (1e-6) makes the test stricter: fewer entries count
     as at a kink."""
-    point = Solution(x=x, objective=np.nan, status="", iterations=0, time=0.0, backend="",
-                     solver="", info={} if multipliers is None else
-                     {"multipliers": multipliers})
-    return certificate_of(model, point, max_iter=max_iter, tol=tol, kink_tol=kink_tol)
+    return certificate_of(model, x, multipliers, max_iter=max_iter, tol=tol, kink_tol=kink_tol)
 
 
 def kink_tolerance(tol: float) -> float:

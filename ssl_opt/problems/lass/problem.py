@@ -127,10 +127,6 @@ class LASS(Model):
         return self
 
     # ------------------------------------------------------------------ evaluation
-    def objective(self, x) -> float:
-        Z = self.unpack(x)["Z"]
-        return float(self.lam * np.sum(Z * (self.L @ Z)) - np.sum(self.G * Z))
-
     def gradient(self, x) -> dict[str, np.ndarray]:
         """``{"Z": 2λLZ − G}``."""
         return {"Z": self._gradient(self.unpack(x)["Z"])}
