@@ -23,6 +23,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from ssl_opt._validation import as_float_array
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.problems.base import Problem, Structure
 from ssl_opt.solution import FAILED, Solution
@@ -50,10 +51,16 @@ class OneVsRest(Problem):
             raise InvalidInputError(
                 "problem must be a binary ssl_opt problem with with_labels(y) (e.g. LapSVM, "
                 f"LapRLS), got {type(problem).__name__}.")
-        Y = np.asarray(Y, dtype=np.float64)
+        Y = as_float_array(Y, "Y")
         if Y.ndim != 2 or Y.shape[1] < 2:
             raise InvalidInputError(f"Y must be an (l, c) array of ±1 targets with c >= 2 "
                                     f"classes, got shape {Y.shape}.")
+        if Y.shape[0] != getattr(problem, "l", Y.shape[0]):
+            raise InvalidInputError(f"Y must have one row per labeled point of problem "
+                                    f"({problem.l}), got {Y.shape[0]} rows.")
+        if not np.all(np.isin(Y, (-1.0, 1.0))):
+            raise InvalidInputError("Y must hold -1 or +1 only (one ±1 column per class), with "
+                                    "no NaN or inf.")
         self.columns: tuple[Problem, ...] = tuple(problem.with_labels(Y[:, k])
                                                   for k in range(Y.shape[1]))
         self.Y = np.array(Y)
@@ -160,6 +167,5 @@ class OneVsRest(Problem):
         out: dict[str, float] = {}
         for k, p in enumerate(self.columns):
             for name, value in p.kkt(self.column(x, k), **options).items():
-                value = float(value)
-                out[name] = value if value != value else max(out.get(name, -np.inf), value)
+                out[name] = float(np.maximum(out.get(name, -np.inf), value))  # NaN propagates
         return out

@@ -176,7 +176,12 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
             "no solver is registered (were the built-in plugins unregistered?); register one "
             "with ssl_opt.register_plugin, or reinstall ssl-opt."
         )
-    wanted_options = sorted(set(options))
+    names = [] if options is None else (
+        list(options) if isinstance(options, Iterable) and not isinstance(options, str) else None)
+    if names is None or not all(isinstance(o, str) for o in names):
+        raise InvalidInputError(f"options must be an iterable of option names (e.g. ['tol']), "
+                                f"got {options!r}.")
+    wanted_options = sorted(set(names))
     unsupported = {name: s.missing(problem) or _options_missing(s, wanted_options)
                    for name, s in table.items()}
     ok = {name: table[name] for name, reasons in unsupported.items() if not reasons}
@@ -295,8 +300,9 @@ def _bytes(x: float) -> str:
 
 def _nothing_applies(problem, kind, unsupported) -> UnsupportedProblemError:
     why = "; ".join(f"{name}: {', '.join(r)}" for name, r in unsupported.items())
+    which = "" if kind == "any" else f"{kind} "
     return UnsupportedProblemError(
-        f"no {kind} solver can solve this {type(problem).__name__} ({problem.structure.variant})."
+        f"no {which}solver can solve this {type(problem).__name__} ({problem.structure.variant})."
         f" Why each registered solver refuses: {why}"
     )
 

@@ -116,8 +116,11 @@ def test_auto_selection_keeps_the_solvers_that_take_the_options_given(problem_fa
     assert "early_stopping" in " ".join(sel.unsupported["newton"])
     sol = ssl_opt.solve(p, early_stopping="stability")  # newton would refuse the option
     assert sol.solver == "pcg" and sol.status == "early_stopped"
-    with pytest.raises(ssl_opt.UnsupportedProblemError, match="no_solver_takes_this"):
+    with pytest.raises(ssl_opt.UnsupportedProblemError, match="no solver can solve.*no_solver"):
         ssl_opt.select(p, options=["no_solver_takes_this"])
+    for bad in ("tol", 5, [1]):
+        with pytest.raises(ssl_opt.InvalidInputError, match="options must be an iterable"):
+            ssl_opt.select(p, options=bad)
 
 
 def test_auto_selection_follows_the_cost_models(problem_factory):

@@ -120,7 +120,18 @@ def test_bad_input_is_refused_with_the_argument_named():
     problem, K, L, Y = _classes()
     with pytest.raises(InvalidInputError, match="c >= 2"):
         OneVsRest(problem.first, Y[:, :1])
-    with pytest.raises(InvalidInputError, match="y"):
-        OneVsRest(problem.first, np.where(Y > 0, 2.0, 0.0))
+    for bad in (np.where(Y > 0, 2.0, 0.0), np.where(Y > 0, np.nan, -1.0),
+                np.where(Y > 0, np.inf, -1.0)):
+        with pytest.raises(InvalidInputError, match=r"Y must hold -1 or \+1"):
+            OneVsRest(problem.first, bad)
+    with pytest.raises(InvalidInputError, match="Y has a complex dtype"):
+        OneVsRest(problem.first, Y + 0j)
+    with pytest.raises(InvalidInputError, match="Y must be numeric"):
+        OneVsRest(problem.first, [["a", "b"]] * Y.shape[0])
+    with pytest.raises(InvalidInputError, match="one row per labeled point"):
+        OneVsRest(problem.first, Y[:-1])
+    kept = Y.copy()
+    OneVsRest(problem.first, kept)
+    assert kept.flags.writeable and np.array_equal(kept, Y)  # the caller's array untouched
     with pytest.raises(InvalidInputError, match="with_labels"):
         OneVsRest(K, Y)
