@@ -2,14 +2,14 @@
 
 1. MFN's inexact-Newton forcing term (0 vs 0.1) on synthetic text 100,000 x 20,000.
 2. TSVM with S = 1 vs S = 10,000 on synthetic text 40,000 x 10,000 (400 labeled rows).
-3. SuperLU fill and factor time of 2λL + ρI for 10-NN graphs of 2-D and 10-D data.
-4. ADMM acceleration (plain iteration vs Anderson + residual balancing) on 10-NN graphs of
-   1,000 points in 10-D, K = 10, for λ = 0.1 / 1 / 10.
-5. ADMM's block-CG stopping rule (CG_FORCING 0.01 vs 0.3) on bench_lass.py's N = 10,000 10-D
-   instance.
+3. SuperLU fill and factor time of 2λL + ρI (``SPDFactor``) for 10-NN graphs of 2-D and
+   10-D data.
 6. MFN's step cap with its default forcing: Newton steps to the optimum, and where the former
    cap of 50 stopped, on PCMAC with every row labeled (split 0; skipped without the data
    folder) and on synthetic text 800 x 3,000 at λ = 1e-4; forcing 0 (exact steps) beside it.
+
+Parts 4 and 5 (ADMM acceleration, ADMM's block-CG stopping rule) measured the options of the
+LASS ADMM plugin, which was removed; the numbering is kept because the docs cite "part 6".
 
 Usage: ``python benchmarks/ablations.py [--skip-slow]`` (``--skip-slow`` drops the ~2-minute
 single-switch TSVM run).
@@ -20,24 +20,19 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from pathlib import Path
 
 import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
 import numpy as np
 import scipy.sparse as sp
 
 import ssl_opt
-import ssl_opt.plugins.lass.admm as admm
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import laplacian
 from ssl_opt.datasets.synthetic import two_moons
 from ssl_opt.datasets.text import synthetic_text
-from ssl_opt.plugins.lass.laplacian_solve import FactorSolve
+from ssl_opt.numerics.factor import SPDFactor
 from ssl_opt.plugins.linear.mfn import mfn
-from ssl_opt.problems import LASS, TSVM, LinearSVM
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import bench_lass  # noqa: E402
+from ssl_opt.problems import TSVM, LinearSVM
 
 
 def timed(fn):
@@ -76,45 +71,9 @@ def factor_fill() -> None:
         X = two_moons(n=n, n_labeled=2, noise=0.1, seed=0).X if dim == 2 else \
             rng.normal(size=(n, dim))
         L = laplacian(knn_graph(X, n_neighbors=10))
-        factor, t = timed(lambda lap=L, m=n: FactorSolve(2.0 * lap + 0.1 * sp.identity(m)))
-        print(f"   N={n:<7} {dim:2d}-D  factor {t:6.2f} s  entries {factor.fill / 1e6:5.2f}M  "
-              f"auto chooses {admm.choose_linear_solver(L, 1.0, 0.1)}")
-
-
-def admm_acceleration() -> None:
-    print("\n== 4. ADMM iterations to tol 1e-7: plain iteration vs defaults (Anderson 10 + "
-          "residual balancing); 1,000 points in 10-D, 10 clusters, 20 % tagged, K = 10")
-    rng = np.random.default_rng(0)
-    K, N = 10, 1000
-    centers = rng.normal(size=(K, 10)) * 1.5
-    labels = rng.integers(0, K, N)
-    W = knn_graph(centers[labels] + rng.normal(size=(N, 10)), n_neighbors=10)
-    G = np.zeros((N, K))
-    known = rng.random(N) < 0.2
-    G[known, labels[known]] = 1.0
-    for lam in (0.1, 1.0, 10.0):
-        problem = LASS(W, G, lam)
-        plain = ssl_opt.solve(problem, solver="admm", tol=1e-7, max_iter=4000, anderson=0,
-                              adaptive_rho=False)
-        fast = ssl_opt.solve(problem, solver="admm", tol=1e-7, max_iter=4000)
-        print(f"   λ={lam:<5} plain {plain.iterations:5d} ({plain.status})   defaults "
-              f"{fast.iterations:5d} ({fast.status})")
-
-
-def cg_forcing() -> None:
-    args = bench_lass.parse_args([])
-    inst = bench_lass.clusters(10_000, 10, 10, args, seed=args.seed + 86)
-    problem = LASS(inst["W"], inst["G"], 0.1)
-    print("\n== 5. ADMM block-CG stopping rule, bench_lass.py's N = 10,000 10-D instance")
-    saved = admm.CG_FORCING
-    try:
-        for value in (0.01, 0.3):
-            admm.CG_FORCING = value
-            sol, t = timed(lambda: ssl_opt.solve(problem, solver="admm"))
-            print(f"   CG_FORCING={value:<5} {t:6.2f} s  iterations {sol.iterations}  "
-                  f"{sol.info['linear_solver']}  max KKT {max(problem.kkt(sol).values()):.1e}")
-    finally:
-        admm.CG_FORCING = saved
+        factor, t = timed(lambda lap=L, m=n: SPDFactor(sp.csc_matrix(2.0 * lap
+                                                                     + 0.1 * sp.identity(m))))
+        print(f"   N={n:<7} {dim:2d}-D  factor {t:6.2f} s  entries {factor.fill / 1e6:5.2f}M")
 
 
 def mfn_defaults() -> None:
@@ -147,8 +106,6 @@ def main(argv=None) -> int:
     if not args.skip_slow:
         tsvm_switching()
     factor_fill()
-    admm_acceleration()
-    cg_forcing()
     mfn_defaults()
     print(f"\n# total {time.perf_counter() - start:.0f} s")
     return 0

@@ -14,7 +14,8 @@ Parts (stdout is the report, progress goes to stderr):
 (b) Families as compositions: ``problem.as_model()`` solved by the family's solver through the
     lowering (must equal the direct solve, and cost no more) and by the generic solvers that
     apply once the lowering is not used, e.g. ``newton-cg`` and ``irls-newton`` for LapSVM —
-    "how much a paper's solver buys".
+    "how much a paper's solver buys". LASS has no paper solver left (docs/lass.md): its rows
+    compare each generic solver with what ``solve`` picks (family solver ``auto``).
 
 Run from the repository root::
 
@@ -108,7 +109,7 @@ def _digits_cases() -> list:
         ("LapSVM (digits)", LapSVC(solver="newton").fit(X, parity).problem_, "newton"),
         ("LapRLS (digits)", LapRLSC(solver="laprls-direct").fit(X, parity).problem_,
          "laprls-direct"),
-        ("LASS (digits)", LaplacianAssignment(solver="admm").fit(X, y).problem_, "admm"),
+        ("LASS (digits)", LaplacianAssignment().fit(X, y).problem_, None),
         ("ERE (digits)", EREClassifier(solver="irls").fit(X, y).problem_, "irls"),
     ]
 
@@ -150,9 +151,9 @@ def family_rows(quick: bool, repeat: int = 1, limit: float = 60.0,
          "newton"),
         ("LapRLS", _moons_at(lapsvm_with_loss("square"))(500 if quick else 2000, 0),
          "laprls-direct"),
-        ("LASS", lass_at(1000 if quick else 5000, 0), "admm"),
-        *([] if quick else [("LASS", lass_at(30000, 0), "admm"),
-                            ("LASS (10-D clusters)", _lass_clusters(10000, 10, 10), "admm")]),
+        ("LASS", lass_at(1000 if quick else 5000, 0), None),
+        *([] if quick else [("LASS", lass_at(30000, 0), None),
+                            ("LASS (10-D clusters)", _lass_clusters(10000, 10, 10), None)]),
         ("ERE", _clusters_at("robust")(200 if quick else 1000, 0), "irls"),
     ]
     svm = linear.get("linear/l2svm")
@@ -189,7 +190,8 @@ def family_rows(quick: bool, repeat: int = 1, limit: float = 60.0,
         for generic in generics:
             sol, t_generic = best[generic]
             gap = (sol.objective - direct.objective) / max(1.0, abs(direct.objective))
-            print(f"| {label} | {problem.structure.sizes} | {t_direct:.3g} | {t_lowered:.3g} | "
+            print(f"| {label} | {problem.structure.sizes} | {t_direct:.3g} "
+              f"({family_solver or 'auto: ' + direct.solver}) | {t_lowered:.3g} | "
                   f"{same} | {generic} | {t_generic:.3g} | {t_generic / t_direct:.2f}× | "
                   f"{sol.status}, {gap:+.1e} |", flush=True)
     one, five, fifteen = os.getloadavg()

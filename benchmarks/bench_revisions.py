@@ -43,7 +43,7 @@ CASES = [
     ("example", "lapsvm-moons", None, "pcg"),
     ("example", "l2svm-text", None, "mfn"),
     ("example", "tsvm-text", None, "tsvm"),
-    ("example", "lass-moons", None, "admm"),
+    ("example", "lass-moons", None, "fista"),
     ("example", "ere-robust-outliers", None, "irls"),
     ("example", "npkl-spiral-square", None, "bcd"),
     ("estimator", "LapRLSC", 1797, "auto"),

@@ -35,7 +35,6 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ssl_opt.plugins.linear.mfn",
     "ssl_opt.plugins.linear.tsvm",
     "ssl_opt.plugins.linear.da",
-    "ssl_opt.plugins.lass.admm",
     "ssl_opt.plugins.npkl.bcd",
     "ssl_opt.plugins.ere.irls",
     "ssl_opt.plugins.model.newton_cg",

@@ -84,8 +84,7 @@ class ModelSolver(Solver):
 
     def _solve(self, model: Model, **options) -> Solution:
         # One BLAS thread: the products are matrix-vector (memory bound) and idle OpenBLAS
-        # threads spinning between them made them up to 20x slower (measured on 2 cores;
-        # the LASS ADMM does the same).
+        # threads spinning between them made them up to 20x slower (measured on 2 cores).
         with threadpool_limits(1):
             return self._run(model, **options)
 
@@ -100,17 +99,13 @@ def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, f
 
 
 def certificate_of(model: Model, x: dict, multipliers=None, **options) -> dict[str, float]:
-    """The certificate ``certify`` judges ``model`` by at ``x``, started from the solver's
-    ``multipliers``: the terms' (``options`` of ``Model.kkt_options``) for a model whose
-    ``_kkt`` is the Model's, the named model's own residuals (its paper's KKT conditions, e.g.
-    LASS's; no options) when it overrides ``_kkt``, so a generic solver stops where certify
-    passes."""
+    """The certificate ``certify`` judges ``model`` by at ``x`` (``model.kkt``: the terms'
+    certificate, with a named model's readable views of it), started from the solver's
+    ``multipliers``; of ``options``, those the model's ``kkt_options`` declare."""
     point = Solution(x=x, objective=np.nan, status="", iterations=0, time=0.0, backend="",
                      solver="", info={} if multipliers is None else
                      {"multipliers": multipliers})
-    if type(model)._kkt is Model._kkt:
-        return model.kkt(point, **options)
-    return model.kkt(point)
+    return model.kkt(point, **{k: v for k, v in options.items() if k in model.kkt_options})
 
 
 def worst(residuals: dict[str, float]) -> float:

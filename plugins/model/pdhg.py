@@ -249,7 +249,7 @@ class PDHG(ModelSolver):
         run = _Run(self, split, tol, max_iter, check_every, restart, weight_update, anderson,
                    time_limit, verbose)
         # One BLAS thread: the loop alternates many small products, and idle pool threads
-        # spinning between them cost milliseconds per call on a loaded machine (as in ADMM).
+        # spinning between them cost milliseconds per call on a loaded machine.
         with threadpool_limits(1):
             if not split.h:
                 return run.fista(theta)

@@ -11,7 +11,7 @@ LapSVC                 LapSVM (squared hinge, any loss)    newton, pcg (early st
 LapRLSC                LapRLS                              laprls-direct (all classes), pcg
 LinearL2SVC            LinearSVM on the labeled rows       mfn
 TransductiveSVC        TSVM / DAS3VM                       tsvm, da
-LaplacianAssignment    LASS                                admm
+LaplacianAssignment    LASS                                fista, admm-split (generic)
 EREClassifier          ERE (robust or squared)             irls
 LRLClassifier          LRL                                 irls
 NPKLKernel             NPKL                                bcd

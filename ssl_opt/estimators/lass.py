@@ -72,8 +72,8 @@ class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):
     sigma : float > 0 or None
         Heat-kernel width; None: the mean kNN distance of the training points (``sigma_``).
     solver : str, default "auto"
-        ``"auto"``, ``"fast"``, ``"reference"`` or a registered solver (``"admm"``,
-        ``"cvxpy"``).
+        ``"auto"``, ``"fast"``, ``"reference"`` or a registered solver (``"fista"``,
+        ``"admm-split"``, ``"pdhg"``, ``"cvxpy"``).
     solver_options : dict or None
         Options passed to the solver (e.g. ``{"tol": 1e-10}``).
     warm_start : bool, default False

@@ -6,7 +6,7 @@ variables — or a one-line reason it does not apply, naming the term or constra
 the structure (e.g. ``"GraphTV(weight=0.1, norm=l1, edges=119) has no counterpart in
 LapSVM"``). The built-in lowerers are the families' patterns
 (``ssl_opt/problems/<family>/pattern.py``, read with :mod:`ssl_opt.modeling.patterns`): they
-rebuild LapSVM/LapRLS, LinearSVM, LASS, ERE, LRL and SumOfNorms. Lowerers are registered per
+rebuild LapSVM/LapRLS, LinearSVM, ERE, LRL and SumOfNorms. Lowerers are registered per
 problem class with :func:`register_lowering`; every registered solver whose ``problem_types``
 holds that class then accepts the model (:class:`~ssl_opt.solvers.Solver` solves the lowered
 problem and maps the solution back), and ``select``/``missing`` report the reason when it does not.
@@ -75,4 +75,4 @@ def _load_builtin_lowerers() -> None:
 
 #: Modules that register the built-in lowerers when imported.
 BUILTIN_LOWERERS: tuple[str, ...] = tuple(
-    f"ssl_opt.problems.{family}.pattern" for family in ("manifold", "linear", "lass", "ere"))
+    f"ssl_opt.problems.{family}.pattern" for family in ("manifold", "linear", "ere"))

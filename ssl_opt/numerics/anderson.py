@@ -1,5 +1,5 @@
-r"""Safeguarded Anderson acceleration of fixed-point iterations ``x ← T(x)``, shared by ADMM
-(LASS), BCD (NPKL) and IRLS (ERE).
+r"""Safeguarded Anderson acceleration of fixed-point iterations ``x ← T(x)``, shared by the
+generic solvers (``admm-split``, ``pdhg``, ``mirror``, ``irls-mm``), BCD (NPKL) and IRLS (ERE).
 
 Type II (Walker & Ni 2011): from the last pair ``(x, T(x))``, with residual ``f = T(x) − x``
 and the stored differences ``ΔF`` of consecutive residuals and ``ΔG`` of consecutive images,

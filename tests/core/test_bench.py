@@ -61,9 +61,9 @@ def test_every_generator_builds_what_it_claims():
 
 
 def test_calibrate_measures_grows_and_fits(cache):
-    models, runs, path = calibrate_and_save(generators=["lass/qp"], solvers=["admm"],
+    models, runs, path = calibrate_and_save(generators=["lass/qp"], solvers=["admm-split"],
                                             target_seconds=0.05, max_seconds=30, progress=False)
-    assert [m.solver for m in models] == ["admm"]
+    assert [m.solver for m in models] == ["admm-split"]
     scales = [r.scale for r in runs]
     assert scales == sorted(scales) and len(scales) >= 2
     # it stops after the first run longer than the target once min_points (3) sizes are
@@ -75,9 +75,9 @@ def test_calibrate_measures_grows_and_fits(cache):
     assert sizes[0] == cost_size(gen.instance(scales[0]), ("N", "K"))
     # written where the user cache is, and picked up by selection
     assert path == str(cache / model_store.FILENAME)
-    entry = model_store.load_models()[("admm", "lass/qp")]
+    entry = model_store.load_models()[("admm-split", "lass/qp")]
     assert entry[1] == "calibrated" and len(entry[0].points) == len(runs)
-    assert "admm" in report(models) and "lass/qp" in report(models)
+    assert "admm-split" in report(models) and "lass/qp" in report(models)
 
 
 def test_calibrate_rejects_unknown_names():
@@ -139,7 +139,7 @@ def test_bench_skips_what_is_predicted_beyond_the_time_limit(cache, tmp_path):
     model_store.clear_cache()
     rep = run_bench("lass", sizes=[60], out_dir=None, progress=False, time_limit=5)
     status = {r.solver: r.status for r in rep.runs}
-    assert status["cvxpy"] == "skipped" and status["admm"] == "optimal"
+    assert status["cvxpy"] == "skipped" and status["admm-split"] == "optimal"
     skipped = next(r for r in rep.runs if r.solver == "cvxpy")
     assert "time limit" in skipped.note and np.isnan(skipped.beyond_calibration)
     assert np.isnan(rep.runs[0].reference_objective)
@@ -204,12 +204,13 @@ def test_cli_calibrate_and_bench(tmp_path):
     import subprocess
 
     env = {**os.environ, model_store.CACHE_ENV: str(tmp_path / "cache")}
-    out = subprocess.run(["ssl-opt", "calibrate", "--generators", "lass/qp", "--solvers", "admm",
-                          "--target-seconds", "0.02", "--output", str(tmp_path / "m.json"),
+    out = subprocess.run(["ssl-opt", "calibrate", "--generators", "lass/qp", "--solvers",
+                          "admm-split", "--target-seconds", "0.02",
+                          "--output", str(tmp_path / "m.json"),
                           "--no-progress"], capture_output=True, text=True, env=env)
     assert out.returncode == 0, out.stderr
     doc = json.loads((tmp_path / "m.json").read_text())
-    assert [(m["solver"], m["key"]) for m in doc["models"]] == [("admm", "lass/qp")]
+    assert [(m["solver"], m["key"]) for m in doc["models"]] == [("admm-split", "lass/qp")]
     assert "lass/qp" in out.stdout and "expected b" in out.stdout
     out = subprocess.run(["ssl-opt", "bench", "lass", "--sizes", "60", "--out",
                           str(tmp_path / "b"), "--no-progress"], capture_output=True, text=True,

@@ -99,4 +99,4 @@ def test_the_installed_command_exits_2_without_a_traceback(tmp_path):
 def test_solvers_still_lists_the_builtins(capsys):
     assert cli.main(["solvers"]) == 0
     out = capsys.readouterr().out
-    assert "laprls-direct" in out and "admm" in out
+    assert "laprls-direct" in out and "admm-split" in out

@@ -226,11 +226,11 @@ def test_prediction_uses_the_generators_size_product(cache):
     problem = lass_moons(150, 0)
     N, K = problem.structure.sizes["N"], problem.structure.sizes["K"]
     law = PowerLaw(0.01, 2e-6, 1.3)
-    _write([CostModel("admm", "lass/qp", ("N", "K"), law, None,
+    _write([CostModel("admm-split", "lass/qp", ("N", "K"), law, None,
                       ((100.0, 0.1, 0.0), (10_000.0, 1.0, 0.0)))])
     from ssl_opt import registry
 
-    p = predict(registry.get_solver("admm"), problem)
+    p = predict(registry.get_solver("admm-split"), problem)
     assert p.size == N * K
     assert p.seconds == pytest.approx(0.01 + 2e-6 * (N * K) ** 1.3)
     assert not p.extrapolated and p.source == "calibrated"

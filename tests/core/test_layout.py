@@ -32,12 +32,28 @@ def test_each_builtin_plugin_registers_something(name):
         assert getattr(module, hook)(), f"{name}.{hook} registers nothing"
 
 
+#: Families that are named models on the core alone: no paper solver of their own (the
+#: generic solvers beat it, docs/lass.md) and the reference built from their terms.
+ON_THE_CORE = ("lass",)
+
+
 def test_every_family_has_a_problem_a_reference_fast_solvers_and_examples():
+    from ssl_opt.modeling import Model
+
     solvers = registry.solvers()
     examples = {e.family for e in registry.examples()}
     for family in FAMILIES:
         assert family in examples
         importlib.import_module(PROBLEM_MODULES[family])
+        if family in ON_THE_CORE:
+            problems = [e.build() for e in registry.examples() if e.family == family]
+            assert all(isinstance(p, Model) for p in problems)
+            fast = {type(s).__module__ for s in solvers.values()
+                    if s.backend == "fast" and all(s.supports(p) for p in problems)}
+            assert fast and all(m.startswith("ssl_opt.plugins.model.") for m in fast), fast
+            assert not (ROOT / "plugins" / family).exists()
+            assert not (ROOT / "reference" / f"{family}.py").exists()
+            continue
         importlib.import_module(f"ssl_opt.reference.{family}")
         fast = [s for s in solvers.values()
                 if s.backend == "fast" and type(s).__module__.startswith(

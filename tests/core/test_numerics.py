@@ -13,7 +13,6 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.numerics.block_cg import COLUMN_NORMS, block_cg_solve
 from ssl_opt.numerics.ldl import PatternLDL
-from ssl_opt.plugins.lass.laplacian_solve import BlockCG
 
 
 def _contraction(n: int, rate: float, seed: int = 0):
@@ -175,19 +174,6 @@ def test_block_cg_returns_a_start_that_already_meets_the_target():
     assert iterations == 0
     np.testing.assert_array_equal(X, exact)
     assert X is not exact  # the start is copied, never updated in place
-
-
-def test_lass_block_cg_solves_the_shifted_laplacian():
-    """:class:`BlockCG` of ADMM on ``2λL + ρI`` (a path graph) against a direct solve."""
-    n = 50
-    W = sp.diags([np.ones(n - 1), np.ones(n - 1)], [-1, 1])
-    L = sp.diags(np.asarray(W.sum(axis=1)).ravel()) - W
-    A = (2.0 * 0.5 * L + 0.3 * sp.identity(n)).tocsr()
-    B = np.random.default_rng(4).standard_normal((n, 3))
-    cg = BlockCG(A)
-    X = cg.solve(B, None, 1e-12)
-    np.testing.assert_allclose(X, np.linalg.solve(A.toarray(), B), rtol=1e-9, atol=1e-11)
-    assert cg.iterations > 0
 
 
 @pytest.mark.parametrize("seed", range(40))

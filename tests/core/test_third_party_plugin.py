@@ -275,7 +275,7 @@ def test_a_broken_plugin_is_skipped_with_a_warning(install_plugin, kind, capsys)
 
     target, source, match = BROKEN_PLUGINS[kind]
     install_plugin(target, source)
-    builtins = ["admm", "bcd", "cvxpy", "irls", "laprls-direct", "newton", "pcg"]
+    builtins = ["admm-split", "bcd", "cvxpy", "irls", "laprls-direct", "newton", "pcg"]
     with pytest.warns(registry.PluginWarning) as caught:
         names = [s["name"] for s in ssl_opt.list_solvers()]
         examples = registry.examples()

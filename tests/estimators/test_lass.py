@@ -69,7 +69,7 @@ def test_solution_is_the_optimum_of_the_lass_problem(graph_weights):
     X, _, y = _data()
     k, lam = 6, 0.05
     est = LaplacianAssignment(lam=lam, n_neighbors=k, graph_weights=graph_weights,
-                              solver="admm").fit(X, y)
+                              solver="fista").fit(X, y)
     # The problem built by hand: kNN graph of X, G = indicator of the labeled points' class.
     W = knn_graph(X, n_neighbors=k, weights=graph_weights)
     G = np.zeros((X.shape[0], 3))
@@ -178,7 +178,7 @@ def test_warm_start_and_moons_accuracy():
     y_semi = np.full(200, -1)
     for c in (0, 1):
         y_semi[np.flatnonzero(y == c)[:2]] = c
-    est = LaplacianAssignment(lam=0.01, warm_start=True, solver="admm")
+    est = LaplacianAssignment(lam=0.01, warm_start=True, solver="admm-split")
     with warnings.catch_warnings():
         warnings.simplefilter("error", DegenerateProblemWarning)
         est.fit(X, y_semi)

@@ -252,11 +252,15 @@ class SimplexRows(Constraint):
             return [z >= 0, cp.sum(z, axis=1) == 1]
         return [z >= 0, cp.sum(z) == 1]
 
+    def violations(self, z) -> dict[str, float]:
+        """The two parts of :meth:`feasibility` (relative, its scale): ``row_sums``
+        ``max|z_i·1 − 1|`` and ``nonnegativity`` ``max(0, −min z)``."""
+        Z, scale = self._rows(z), _scale(z)
+        return {"row_sums": float(np.max(np.abs(Z.sum(axis=1) - 1.0), initial=0.0)) / scale,
+                "nonnegativity": float(np.max(np.maximum(-Z, 0.0), initial=0.0)) / scale}
+
     def feasibility(self, z):
-        Z = self._rows(z)
-        neg = float(np.max(np.maximum(-Z, 0.0), initial=0.0))
-        sums = float(np.max(np.abs(Z.sum(axis=1) - 1.0), initial=0.0))
-        return max(neg, sums) / _scale(z)
+        return max(self.violations(z).values())
 
     def prox(self, v, t):
         return project_rows_to_simplex(self._rows(v)).reshape(np.shape(v))

@@ -110,5 +110,3 @@ def lower_linear_svm(model: Model):
 
     return Lowering(problem, to_model, from_model)
 
-
-# ------------------------------------------------------------------------------- LASS

@@ -1,1 +1,0 @@
-"""Fast solvers for LASS: ADMM with a cached factorization or block CG."""
