@@ -101,7 +101,10 @@ def certificate_residual(model: Model, x: dict, multipliers=None) -> dict[str, f
 def certificate_of(model: Model, x: dict, multipliers=None, **options) -> dict[str, float]:
     """The certificate ``certify`` judges ``model`` by at ``x`` (``model.kkt``: the terms'
     certificate, with a named model's readable views of it), started from the solver's
-    ``multipliers``; of ``options``, those the model's ``kkt_options`` declare."""
+    ``multipliers``; of ``options``, those the model's ``kkt_options`` declare. Complementarity
+    is imposed unless ``options`` say otherwise: the stricter test (a solver that stops on it
+    passes ``certify``), and no second minimization at the checks of an unconverged run."""
+    options = {"complementarity": "imposed", **options}
     point = Solution(x=x, objective=np.nan, status="", iterations=0, time=0.0, backend="",
                      solver="", info={} if multipliers is None else
                      {"multipliers": multipliers})

@@ -27,7 +27,7 @@ from typing import ClassVar
 
 import numpy as np
 
-from ssl_opt._validation import check_bool, check_nonnegative, check_positive, integer
+from ssl_opt._validation import check_bool, check_nonnegative, check_positive, choice, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.expressions import Affine, Variable, as_expression
 from ssl_opt.modeling.term import PROGRAM_CLASSES, Constraint, Term
@@ -60,6 +60,11 @@ class Model(Problem):
                                  "an upper bound)", integer(0)),
         "tol": Option(1e-10, "relative accuracy of that minimization", check_positive),
         "verbose": Option(False, "print the certificate's iterations", check_bool),
+        "complementarity": Option(
+            "measured", "'measured': a constraint that measures complementarity (NonNegative, "
+            "SimplexRows) lets entries near their bound carry multipliers within a budget when "
+            "the residual with complementarity imposed exceeds kink_tol; 'imposed': never "
+            "(the stricter test the generic solvers stop on)", choice("measured", "imposed")),
     }
     residual_tolerances: ClassVar[dict[str, str]] = {
         "stationarity": "stationarity",
@@ -244,11 +249,11 @@ class Model(Problem):
     def prediction(self, x) -> np.ndarray:
         return self.prediction_expression.value(self.unpack(x))
 
-    def _kkt(self, x, kink_tol, max_iter, tol, verbose) -> dict[str, float]:
+    def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity) -> dict[str, float]:
         from ssl_opt.modeling.stationarity import stationarity
 
         return stationarity(self, x, kink_tol=kink_tol, max_iter=max_iter, tol=tol,
-                            verbose=verbose)
+                            verbose=verbose, complementarity=complementarity)
 
     # ----------------------------------------------------------------------- lowering
     @cached_property

@@ -303,10 +303,17 @@ def test_program_duals_and_recovered_multipliers_satisfy_kkt(seed, sign):
     for nu_x, Psi_x in [(nu_f, Psi_f), (nu, Psi)]:
         np.testing.assert_allclose(nu_x, dual["nu"], atol=1e-4 * s)
         np.testing.assert_allclose(Psi_x, dual["Psi"], atol=1e-4 * s)
-    # And the library's residuals equal those computed here (with the recovered multipliers,
-    # which the next test checks against the paper's normal equations).
-    for k, v in problem.kkt(ref).items():
-        assert abs(v - _np_kkt(W, G, lam, Z, nu, Psi)[k]) < 1e-12
+    # The certificate's feasibility parts are those computed here; its stationarity (the best
+    # multipliers in the normal cone, complementarity measured) is below tolerance at the
+    # reference, and at the numpy residuals' level for the program's point.
+    for point in (Z, dual["Z"]):
+        res = problem.kkt({"Z": point})
+        scale = max(1.0, np.abs(point).max())
+        assert res["row_sums"] == pytest.approx(np.abs(point.sum(axis=1) - 1).max() / scale,
+                                                abs=1e-15)
+        assert res["nonnegativity"] == max(0.0, -point.min()) / scale
+        assert res["feasibility"] == max(res["row_sums"], res["nonnegativity"])
+        assert res["stationarity"] < 1e-6
 
 
 def test_multiplier_recovery_equals_the_papers_normal_equations():

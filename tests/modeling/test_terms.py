@@ -520,6 +520,47 @@ def test_simplex_normal_cone_projection_edge_cases():
     assert np.allclose(con.project_subgradient(Z, inside, 0.0), inside)
 
 
+def _budgeted_cone_reference(Z, U, tol, budget, simplex):
+    """The projection onto ``{ν·1 + w : −b_k ≤ w_k ≤ 0}`` (``ν = 0`` for NonNegative),
+    ``b_k = ∞`` where ``z_k ≤ tol``, ``budget/z_k`` up to ``z_k = √budget``, 0 beyond, row by
+    row as a CVXPY QP."""
+    out = np.empty_like(U)
+    for i in range(U.shape[0]):
+        w = cp.Variable(U.shape[1])
+        nu = cp.Variable() if simplex else 0.0
+        bound = np.where(Z[i] <= tol, -1e300, -budget / np.maximum(Z[i], tol))
+        bound = np.where(Z[i] > np.sqrt(budget), 0.0, bound)
+        finite = bound > -1e300
+        cons = [w <= 0] + ([w[finite] >= bound[finite]] if finite.any() else [])
+        cp.Problem(cp.Minimize(cp.sum_squares(U[i] - nu - w)), cons).solve(solver="CLARABEL")
+        out[i] = (nu.value if simplex else 0.0) + w.value
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_budgeted_normal_cone_projections_against_cvxpy(seed):
+    """With a complementarity budget, an entry near its bound may carry a multiplier up to
+    budget/z (|w z| ≤ budget); budget 0 is the exact normal cone."""
+    rng = _rng(40 + seed)
+    N, K = 6, int(rng.integers(1, 6))
+    Z = rng.dirichlet(np.ones(K), size=N)
+    Z[rng.random((N, K)) < 0.3] = 0.0
+    Z[rng.random((N, K)) < 0.2] = 1e-5  # degenerate-looking entries
+    U = rng.standard_normal((N, K)) * rng.choice([0.01, 1.0, 10.0])
+    budget = float(10.0 ** rng.uniform(-6, -1))
+    tol = 1e-6
+    for con, simplex in ((SimplexRows(Variable("Z", (N, K))), True),
+                         (NonNegative(Variable("Z", (N, K))), False)):
+        got = con.project_subgradient(Z, U, tol, budget)
+        ref = _budgeted_cone_reference(Z, U, tol, budget, simplex)
+        # the same distance (the projection is unique; CVXPY's point to its accuracy)
+        assert np.allclose(got, ref, atol=1e-5 * max(1.0, np.abs(U).max())), con.describe()
+        exact = con.project_subgradient(Z, U, tol)
+        assert np.allclose(con.project_subgradient(Z, U, tol, 1e-300), exact, atol=1e-12)
+        # a larger budget never moves the projection farther from U
+        assert np.sum((U - got) ** 2) <= np.sum((U - exact) ** 2) + 1e-12
+
+
 def test_bounds():
     x = Variable("Z", (N, C))
     lo, hi = NonNegative(x).bounds()

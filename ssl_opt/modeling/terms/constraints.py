@@ -65,8 +65,19 @@ class NonNegative(Constraint):
     def prox(self, v, t):
         return np.maximum(v, 0.0)
 
-    def project_subgradient(self, z, u, tol):
-        return np.where(np.asarray(z) <= tol, np.minimum(u, 0.0), 0.0)
+    #: Takes ``budget`` (see :meth:`project_subgradient`).
+    measures_complementarity = True
+
+    def project_subgradient(self, z, u, tol, budget: float = 0.0):
+        """Onto ``w ≤ 0`` with ``w_i = 0`` where ``z_i > tol``, or, with a complementarity
+        ``budget``, ``−budget/z_i ≤ w_i ≤ 0`` where ``tol < z_i ≤ √budget``
+        (``|w_i z_i| ≤ budget``; 0 beyond)."""
+        z = np.asarray(z)
+        if budget <= 0.0:
+            return np.where(z <= tol, np.minimum(u, 0.0), 0.0)
+        with np.errstate(divide="ignore"):
+            floor = np.where(z <= tol, -np.inf, -budget / np.maximum(z, tol))
+        return np.clip(u, np.where(z > np.sqrt(budget), 0.0, floor), 0.0)
 
     def bounds(self):
         return np.zeros(self.shape), np.full(self.shape, np.inf)
@@ -265,9 +276,63 @@ class SimplexRows(Constraint):
     def prox(self, v, t):
         return project_rows_to_simplex(self._rows(v)).reshape(np.shape(v))
 
-    def project_subgradient(self, z, u, tol):
-        return simplex_normal_cone_projection(self._rows(z), self._rows(u),
-                                              tol).reshape(np.shape(u))
+    #: Takes ``budget`` (see :meth:`project_subgradient`).
+    measures_complementarity = True
+
+    def project_subgradient(self, z, u, tol, budget: float = 0.0):
+        """Onto the rows ``ν·1 + w`` with ``w ≤ 0`` and ``w_k = 0`` where ``z_k > tol``, or,
+        with a complementarity ``budget``, ``−budget/z_k ≤ w_k ≤ 0`` where
+        ``tol < z_k ≤ √budget`` (a multiplier of at least ``√budget``; farther entries keep
+        ``w_k = 0``, and rows without such an entry take the exact cone's closed form)."""
+        Z, U = self._rows(z), self._rows(u)
+        P = simplex_normal_cone_projection(Z, U, tol)
+        if budget > 0.0:
+            near = np.any((Z > tol) & (Z <= np.sqrt(budget)), axis=1)
+            if near.any():
+                P[near] = budgeted_simplex_normal_cone_projection(Z[near], U[near], tol,
+                                                                  budget)
+        return P.reshape(np.shape(u))
+
+
+def budgeted_simplex_normal_cone_projection(Z: np.ndarray, U: np.ndarray, tol: float,
+                                            budget: float) -> np.ndarray:
+    """Row-wise projection of ``U`` onto ``{ν·1 + w : w_k ∈ [−b_k, 0]}`` with ``b_k = ∞``
+    where ``z_k ≤ tol``, ``b_k = budget/z_k`` where ``tol < z_k ≤ √budget`` and ``b_k = 0``
+    beyond: the normal cone with the complementarity ``|w_k z_k| ≤ budget`` measured instead
+    of imposed on the entries near their bound. ν is the root of the
+    non-decreasing piecewise linear ``h(ν) = Σ_k min(ν − u_k, 0) + (ν − c_k)₊``
+    (``c_k = u_k + b_k``), a sum of ramps: with the 2K break points sorted per row, h at each
+    is ``−(S_u − n_u ν) + (n_c ν − S_c)`` from prefix counts and sums (``S_u, n_u``: the ``u_k``
+    above, ``S_c, n_c``: the ``c_k`` below), and the root is interpolated in its bracket —
+    exact, O(K log K) per row. A row without a finite ``b_k`` (every entry active) keeps
+    ``u``, as in :func:`simplex_normal_cone_projection`."""
+    Z, U = as_rows(Z), as_rows(U)
+    N, K = U.shape
+    with np.errstate(divide="ignore"):
+        b = np.where(Z <= tol, np.inf, budget / np.maximum(Z, tol))
+    b = np.where(Z > np.sqrt(budget), 0.0, b)
+    points = np.concatenate([U, U + b], axis=1)
+    order = np.argsort(points, axis=1, kind="stable")
+    x = np.take_along_axis(points, order, axis=1)  # +inf (active entries' c_k) last
+    is_c = order >= K
+    finite = np.isfinite(x)
+    xf = np.where(finite, x, 0.0)
+    is_u = ~is_c
+    n_u_above = K - np.cumsum(is_u, axis=1)
+    s_u_above = U.sum(axis=1, keepdims=True) - np.cumsum(np.where(is_u, xf, 0.0), axis=1)
+    n_c_below = np.cumsum(is_c & finite, axis=1)
+    s_c_below = np.cumsum(np.where(is_c & finite, xf, 0.0), axis=1)
+    h = np.where(finite, -(s_u_above - n_u_above * xf) + (n_c_below * xf - s_c_below), np.inf)
+    r = np.arange(N)
+    last = np.maximum(np.count_nonzero(finite, axis=1) - 1, 0)
+    h[r, last] = np.maximum(h[r, last], 0.0)  # h ≥ 0 at the last finite break point (round-off)
+    j = np.argmax(h >= 0.0, axis=1)  # the first break point with h ≥ 0
+    j0 = np.maximum(j - 1, 0)
+    x0, x1, h0, h1 = x[r, j0], x[r, j], h[r, j0], h[r, j]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        nu = np.where((j == 0) | (h1 == h0), x1, x0 - h0 * (x1 - x0) / (h1 - h0))[:, None]
+    P = nu - np.clip(nu - U, 0.0, b)
+    return np.where(np.isfinite(b).any(axis=1)[:, None], P, U)
 
 
 def simplex_normal_cone_projection(Z: np.ndarray, U: np.ndarray, tol: float) -> np.ndarray:
