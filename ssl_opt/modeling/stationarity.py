@@ -68,32 +68,33 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
     def projector(budget: float):
         def project(us) -> list[np.ndarray]:
             return [t.project_subgradient(z, u, tau, budget)
-                    if budget > 0.0 and getattr(t, "measures_complementarity", False)
+                    if budget > 0.0 and t.measures_complementarity
                     else t.project_subgradient(z, u, tau)
                     for t, z, u, tau in zip(free, zs, us, tols, strict=True)]
         return project
 
-    maps = (fixed, pull, push, fixed_scale, max_iter, tol, verbose)
-    best_u, best = _minimize(projector(0.0), start, free, *maps)
+    # The step 1/‖A‖² of the minimization, shared by both passes (power iteration, once).
+    step = (0.0 if max_iter == 0 else
+            1.0 / max(_norm_squared(pull, push, [np.zeros(t.shape) for t in free]), 1e-300))
+    maps = (fixed, pull, push, step, fixed_scale, max_iter, tol, verbose)
+    best_u, best = _minimize(projector(0.0), start, *maps)
     result = _finish(dict(out), model, free, best_u, best, fixed_scale)
     if (complementarity == "measured" and result["stationarity"] > kink_tol
-            and any(getattr(t, "measures_complementarity", False) for t in free)):
+            and any(t.measures_complementarity for t in free)):
         budget = kink_tol * max(1.0, fixed_scale)
-        best_u, best = _minimize(projector(budget), best_u, free, *maps)
+        best_u, best = _minimize(projector(budget), best_u, *maps)
         measured = _finish(dict(out), model, free, best_u, best, fixed_scale)
         if measured["stationarity"] < result["stationarity"]:
             result = measured
     return result
 
 
-def _minimize(project, start, free, fixed, pull, push, fixed_scale, max_iter, tol, verbose):
+def _minimize(project, start, fixed, pull, push, step, fixed_scale, max_iter, tol, verbose):
     """``(u, ‖r(u)‖∞)``: the best multipliers found from ``start`` (module docstring)."""
     u = project(start)
     best_u, best = u, _sup(fixed + pull(u))
     if max_iter == 0:  # the residual at the given multipliers only: an upper bound
         return best_u, best
-    lipschitz = _norm_squared(pull, push, [np.zeros(t.shape) for t in free])
-    step = 1.0 / max(lipschitz, 1e-300)
     y, t_k, previous = u, 1.0, np.inf
     for it in range(max_iter):
         r = fixed + pull(y)

@@ -62,6 +62,7 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
 TERM_FLAGS: dict[str, str] = {
     "constant_hessian": "constant_hessian",
     "elementwise_prox": "elementwise_prox",
+    "complementarity_budget": "measures_complementarity",
 }
 
 #: Program classes, from the simplest; a model's class is the largest of its terms'.
@@ -82,6 +83,9 @@ class Term:
     elementwise_prox: ClassVar[bool] = False
     #: ``hessian(z)`` does not depend on ``z`` (a quadratic term): assembled once per solve.
     constant_hessian: ClassVar[bool] = False
+    #: ``project_subgradient(z, u, tol, budget)`` takes a complementarity budget: entries near
+    #: their bound may carry a multiplier ``w`` with ``|w z| ≤ budget`` (constraints).
+    measures_complementarity: ClassVar[bool] = False
 
     def __init__(self, argument: Affine, weight: float = 1.0):
         self.argument = as_expression(argument, f"the argument of {type(self).__name__}")

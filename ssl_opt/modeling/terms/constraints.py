@@ -65,19 +65,15 @@ class NonNegative(Constraint):
     def prox(self, v, t):
         return np.maximum(v, 0.0)
 
-    #: Takes ``budget`` (see :meth:`project_subgradient`).
     measures_complementarity = True
 
     def project_subgradient(self, z, u, tol, budget: float = 0.0):
         """Onto ``w ≤ 0`` with ``w_i = 0`` where ``z_i > tol``, or, with a complementarity
-        ``budget``, ``−budget/z_i ≤ w_i ≤ 0`` where ``tol < z_i ≤ √budget``
-        (``|w_i z_i| ≤ budget``; 0 beyond)."""
+        ``budget``, ``−b_i ≤ w_i ≤ 0`` (:func:`multiplier_bounds`)."""
         z = np.asarray(z)
         if budget <= 0.0:
             return np.where(z <= tol, np.minimum(u, 0.0), 0.0)
-        with np.errstate(divide="ignore"):
-            floor = np.where(z <= tol, -np.inf, -budget / np.maximum(z, tol))
-        return np.clip(u, np.where(z > np.sqrt(budget), 0.0, floor), 0.0)
+        return np.clip(u, -multiplier_bounds(z, tol, budget), 0.0)
 
     def bounds(self):
         return np.zeros(self.shape), np.full(self.shape, np.inf)
@@ -276,41 +272,46 @@ class SimplexRows(Constraint):
     def prox(self, v, t):
         return project_rows_to_simplex(self._rows(v)).reshape(np.shape(v))
 
-    #: Takes ``budget`` (see :meth:`project_subgradient`).
     measures_complementarity = True
 
     def project_subgradient(self, z, u, tol, budget: float = 0.0):
         """Onto the rows ``ν·1 + w`` with ``w ≤ 0`` and ``w_k = 0`` where ``z_k > tol``, or,
-        with a complementarity ``budget``, ``−budget/z_k ≤ w_k ≤ 0`` where
-        ``tol < z_k ≤ √budget`` (a multiplier of at least ``√budget``; farther entries keep
-        ``w_k = 0``, and rows without such an entry take the exact cone's closed form)."""
+        with a complementarity ``budget``, ``−b_k ≤ w_k ≤ 0`` (:func:`multiplier_bounds`);
+        rows without an entry near its bound (``0 < b_k < ∞``) take the exact cone's closed
+        form."""
         Z, U = self._rows(z), self._rows(u)
         P = simplex_normal_cone_projection(Z, U, tol)
         if budget > 0.0:
-            near = np.any((Z > tol) & (Z <= np.sqrt(budget)), axis=1)
+            b = multiplier_bounds(Z, tol, budget)
+            near = np.any(np.isfinite(b) & (b > 0.0), axis=1)
             if near.any():
-                P[near] = budgeted_simplex_normal_cone_projection(Z[near], U[near], tol,
-                                                                  budget)
+                P[near] = budgeted_simplex_normal_cone_projection(U[near], b[near])
         return P.reshape(np.shape(u))
 
 
-def budgeted_simplex_normal_cone_projection(Z: np.ndarray, U: np.ndarray, tol: float,
-                                            budget: float) -> np.ndarray:
-    """Row-wise projection of ``U`` onto ``{ν·1 + w : w_k ∈ [−b_k, 0]}`` with ``b_k = ∞``
-    where ``z_k ≤ tol``, ``b_k = budget/z_k`` where ``tol < z_k ≤ √budget`` and ``b_k = 0``
-    beyond: the normal cone with the complementarity ``|w_k z_k| ≤ budget`` measured instead
-    of imposed on the entries near their bound. ν is the root of the
-    non-decreasing piecewise linear ``h(ν) = Σ_k min(ν − u_k, 0) + (ν − c_k)₊``
-    (``c_k = u_k + b_k``), a sum of ramps: with the 2K break points sorted per row, h at each
-    is ``−(S_u − n_u ν) + (n_c ν − S_c)`` from prefix counts and sums (``S_u, n_u``: the ``u_k``
-    above, ``S_c, n_c``: the ``c_k`` below), and the root is interpolated in its bracket —
+def multiplier_bounds(z: np.ndarray, tol: float, budget: float) -> np.ndarray:
+    """``b``, the largest multiplier ``|w|`` each entry may carry: ``∞`` where ``z ≤ tol`` (at
+    the bound), ``budget/z`` where ``tol < z ≤ √budget`` (complementarity ``|w z| ≤ budget``
+    measured: a multiplier of at least ``√budget``), 0 beyond (complementarity imposed)."""
+    z = np.asarray(z, dtype=np.float64)
+    with np.errstate(divide="ignore"):
+        b = np.where(z <= tol, np.inf, budget / np.maximum(z, tol))
+    return np.where(z > np.sqrt(budget), 0.0, b)
+
+
+def budgeted_simplex_normal_cone_projection(U: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise projection of ``U`` onto ``{ν·1 + w : w_k ∈ [−b_k, 0]}``
+    (:func:`multiplier_bounds`): the simplex's normal cone with the complementarity
+    ``|w_k z_k| ≤ budget`` measured instead of imposed on the entries near their bound. ν is
+    the root of the non-decreasing piecewise linear ``h(ν) = Σ_k min(ν − u_k, 0) +
+    (ν − c_k)₊`` (``c_k = u_k + b_k``), a sum of ramps: with the 2K break points sorted per
+    row, h at each is ``−(S_u − n_u ν) + (n_c ν − S_c)`` from prefix counts and sums (``S_u,
+    n_u``: the ``u_k`` above, ``S_c, n_c``: the ``c_k`` below), and the root is interpolated in
+    its bracket —
     exact, O(K log K) per row. A row without a finite ``b_k`` (every entry active) keeps
     ``u``, as in :func:`simplex_normal_cone_projection`."""
-    Z, U = as_rows(Z), as_rows(U)
+    U, b = as_rows(U), as_rows(b)
     N, K = U.shape
-    with np.errstate(divide="ignore"):
-        b = np.where(Z <= tol, np.inf, budget / np.maximum(Z, tol))
-    b = np.where(Z > np.sqrt(budget), 0.0, b)
     points = np.concatenate([U, U + b], axis=1)
     order = np.argsort(points, axis=1, kind="stable")
     x = np.take_along_axis(points, order, axis=1)  # +inf (active entries' c_k) last

@@ -122,11 +122,16 @@ class LASS(Model):
         """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
         return self
 
-    def multipliers(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(ν, Ψ)`` recovered from ``Z`` alone [002 §2.4] (closed form, module docstring)."""
+    def _assignments(self, Z) -> np.ndarray:
+        """``Z`` as a real (N, K) array; an error naming ``Z`` otherwise."""
         Z = as_float_array(Z, "Z")
         if Z.shape != (self.N, self.K):
             raise InvalidInputError(f"Z must have shape {(self.N, self.K)}, got {Z.shape}.")
+        return Z
+
+    def multipliers(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ν, Ψ)`` recovered from ``Z`` alone [002 §2.4] (closed form, module docstring)."""
+        Z = self._assignments(Z)
         R = 2.0 * self.lam * (self.L @ Z) - self.G
         z2 = Z * Z
         w = z2 / (1.0 + z2)
@@ -169,9 +174,7 @@ class LASS(Model):
         (``d = 0``) gets the linear program's solution: uniform over its most similar
         categories.
         """
-        Z = as_float_array(Z, "Z")
-        if Z.shape != (self.N, self.K):
-            raise InvalidInputError(f"Z must have shape {(self.N, self.K)}, got {Z.shape}.")
+        Z = self._assignments(Z)
         W_new = as_float_matrix(W_new, "W_new")
         G_new = as_float_matrix(G_new, "G_new")
         G_new = G_new.toarray() if sp.issparse(G_new) else G_new
