@@ -123,6 +123,14 @@ def test_out_of_sample_bad_input_names_the_argument():
         problem.out_of_sample(Z, -W_new, G_new)
     with pytest.raises(InvalidInputError, match="Z must have shape"):
         problem.out_of_sample(Z[:3], W_new, G_new)
+    bad = Z.copy()
+    bad[0, 0] = np.nan
+    kept = bad.copy()
+    for method, args in ((problem.out_of_sample, (bad, W_new, G_new)),
+                         (problem.multipliers, (bad,))):
+        with pytest.raises(InvalidInputError, match="Z contains NaN"):
+            method(*args)
+    np.testing.assert_array_equal(bad, kept)  # the caller's array untouched
 
 
 # ----------------------------------------------------------------------------- warm starts

@@ -123,10 +123,13 @@ class LASS(Model):
         return self
 
     def _assignments(self, Z) -> np.ndarray:
-        """``Z`` as a real (N, K) array; an error naming ``Z`` otherwise."""
+        """``Z`` as a real, finite (N, K) array; an error naming ``Z`` otherwise."""
         Z = as_float_array(Z, "Z")
         if Z.shape != (self.N, self.K):
             raise InvalidInputError(f"Z must have shape {(self.N, self.K)}, got {Z.shape}.")
+        if not np.all(np.isfinite(Z)):
+            raise InvalidInputError("Z contains NaN or inf; pass the finite assignments of a "
+                                    "solution (solution.x['Z']).")
         return Z
 
     def multipliers(self, Z: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
