@@ -1,9 +1,8 @@
-"""Exact CVXPY programs for the kernel manifold family (docs/design.md §4.1, [000 §2.1, eq. 7]).
+"""The CVXPY programs of the kernel manifold family (docs/design.md §4.1, [000 §2.1, eq. 7]).
 
-Primal: ``min ½(Σ φ(y_i f_i) + γ_A ‖h‖² + γ_I fᵀLf)`` over ``h = Rᵀα`` with ``K = RRᵀ``
-(eigen-factor, see :func:`kernel_factor`) and ``f = R h + b·1``: the same problem, well
-conditioned for nearly singular Gram matrices. L is declared PSD with ``psd_wrap``: a Laplacian
-is singular, which must not trip CVXPY's eigenvalue check.
+Primal: the named model's program from its terms (``reference/model.py``: ``h = Rᵀα`` with
+``K = RRᵀ``, well conditioned for nearly singular Gram matrices), on K stored dense (an operator
+or a sparse K is formed once: the reference is for small instances).
 
 Dual (the hinge) [000 §2.1]: ``max 1ᵀβ − ½βᵀQβ`` s.t. ``yᵀβ = 0`` (bias), ``0 ≤ β ≤ 1``,
 ``Q = Y J_L K M⁻¹ J_Lᵀ Y``, ``M = 2γ_A I + 2γ_I L K``, ``α = M⁻¹ J_Lᵀ Y β``. It holds for any
@@ -17,50 +16,15 @@ from __future__ import annotations
 
 import cvxpy as cp
 import numpy as np
-import scipy.sparse as sp
 
-from ssl_opt.numerics.factor import psd_factor
 from ssl_opt.problems.manifold.problem import LapSVM
+from ssl_opt.reference import model as model_reference
 from ssl_opt.reference.cvxpy_solver import Formulation
-
-#: Eigenvalues of K below this fraction of the largest are dropped from its factor.
-KERNEL_RTOL = 1e-13
-
-
-def kernel_factor(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``K ≈ R Rᵀ`` with ``R = V √λ`` over eigenvalues ``λ > KERNEL_RTOL·λ_max``, and ``V/√λ``.
-
-    J depends on α only through ``Kα = R h`` and ``αᵀKα = ‖h‖²`` with ``h = Rᵀα``, so the
-    program over ``h`` is the same problem, well conditioned even when K is nearly singular
-    (an RBF Gram matrix). Dropped directions change f by at most ``KERNEL_RTOL·‖K‖``.
-    """
-    R, lam = psd_factor(K, KERNEL_RTOL)
-    if not lam.size:
-        raise ValueError("K has no positive eigenvalue: the RKHS term is identically zero.")
-    return R, R / lam
 
 
 def build_primal(problem: LapSVM):
-    l = problem.l
-    R, to_alpha = kernel_factor(problem.K_dense)
-    h = cp.Variable(R.shape[1], name="h")
-    b = cp.Variable(name="b") if problem.bias else None
-    f = R @ h + (b if b is not None else 0.0)
-    margins = cp.multiply(problem.y, f[:l])
-    objective = 0.5 * (
-        cp.sum(problem.loss.cvxpy(margins))
-        + problem.gamma_A * cp.sum_squares(h)
-        + problem.gamma_I * cp.quad_form(f, cp.psd_wrap(_as_dense_or_csr(problem.L)))
-    )
-    return cp.Problem(cp.Minimize(objective)), (h, b, to_alpha)
-
-
-def recover_primal(problem: LapSVM, handles) -> dict:
-    h, b, to_alpha = handles
-    return {
-        "alpha": to_alpha @ np.asarray(h.value, dtype=float),
-        "b": np.array(float(b.value) if b is not None else 0.0),
-    }
+    """The model's program from its terms (``reference/model.py``) on K stored dense."""
+    return model_reference.build(problem.with_dense_kernel())
 
 
 def dual_missing(problem: LapSVM) -> list[str]:
@@ -114,10 +78,6 @@ def _best_bias(problem: LapSVM, h_l: np.ndarray) -> float:
     return float(np.median(candidates[best]))
 
 
-def _as_dense_or_csr(L):
-    return sp.csr_matrix(L) if sp.issparse(L) else np.asarray(L)
-
-
-PRIMAL = Formulation(LapSVM, build_primal, recover_primal)
+PRIMAL = Formulation(LapSVM, build_primal, model_reference.recover)
 DUAL = Formulation(LapSVM, build_dual, recover_dual, missing=dual_missing,
                    requires={"loss": ("piecewise_linear",)})

@@ -2,11 +2,11 @@
 (docs/design.md §6): ``minimize Σ_k term_k.cvxpy(A_k x)`` subject to every constraint's CVXPY
 form. A new term or constraint gets the reference with no other code.
 
-Kernel variables are reparameterized as the manifold reference does (``reference/manifold.py``):
-a variable α that enters only through ``K α`` (K a dense symmetric matrix, the same everywhere)
-and through RKHS terms ``αᵀKα`` is replaced by ``h = Rᵀα`` with ``K = RRᵀ``, so that
-``Kα = R h`` and ``αᵀKα = ‖h‖²`` — the same problem, well conditioned even when K is nearly
-singular (an RBF Gram matrix), which Clarabel otherwise may fail on.
+Kernel variables are reparameterized: a variable α that enters only through ``K α`` (K a dense
+symmetric matrix, the same everywhere) and through RKHS terms ``αᵀKα`` is replaced by
+``h = Rᵀα`` with ``K = RRᵀ``, so that ``Kα = R h`` and ``αᵀKα = ‖h‖²`` — the same problem, well
+conditioned even when K is nearly singular (an RBF Gram matrix), which Clarabel otherwise may
+fail on.
 """
 
 from __future__ import annotations
@@ -17,8 +17,25 @@ import numpy as np
 from ssl_opt.modeling.expressions import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import QuadraticForm
+from ssl_opt.numerics.factor import psd_factor
 from ssl_opt.reference.cvxpy_solver import Formulation
-from ssl_opt.reference.manifold import kernel_factor
+
+#: Eigenvalues of K below this fraction of the largest are dropped from its factor.
+KERNEL_RTOL = 1e-13
+
+
+def kernel_factor(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``K ≈ R Rᵀ`` with ``R = V √λ`` over eigenvalues ``λ > KERNEL_RTOL·λ_max``, and ``V/√λ``.
+
+    The program depends on α only through ``Kα = R h`` and ``αᵀKα = ‖h‖²`` with ``h = Rᵀα``,
+    so the program over ``h`` is the same problem, well conditioned even when K is nearly
+    singular (an RBF Gram matrix). Dropped directions change ``Kα`` by at most
+    ``KERNEL_RTOL·‖K‖``.
+    """
+    R, lam = psd_factor(K, KERNEL_RTOL)
+    if not lam.size:
+        raise ValueError("K has no positive eigenvalue: the RKHS term is identically zero.")
+    return R, R / lam
 
 
 def build(model: Model):
@@ -34,6 +51,11 @@ def build(model: Model):
         name = _rkhs_of(term, factors)
         if name is not None:
             objective = objective + term.weight * cp.sum_squares(factors[name][3])
+        elif isinstance(term, QuadraticForm) and any(v.name in factors
+                                                      for v in term.argument.variables):
+            # A dense argument (R h): the r × r quadratic form, not ‖B R h‖² (E × r dense).
+            objective = objective + term.cvxpy(_argument(term.argument, handles, factors),
+                                               dense_argument=True)
         else:
             objective = objective + term.cvxpy(_argument(term.argument, handles, factors))
     constraints = []

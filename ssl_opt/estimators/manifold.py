@@ -287,9 +287,9 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
     def _store(self, layout: LabelLayout, problems: list, solutions: list) -> None:
         inv = layout.inverse
         alphas = np.column_stack([s.x["alpha"] for s in solutions])
-        bs = np.array([float(s.x["b"]) for s in solutions])
-        F = np.column_stack([p.decision_values(s.x["alpha"], float(s.x["b"]))
-                             for p, s in zip(problems, solutions, strict=True)])
+        bs = np.array([float(s.x.get("b", 0.0)) for s in solutions])  # no b without a bias
+        F = np.column_stack([p.decision_values(s.x["alpha"], b)
+                             for p, s, b in zip(problems, solutions, bs, strict=True)])
         binary = layout.n_classes == 2
         self.dual_coef_ = alphas[inv, 0] if binary else alphas[inv]
         self.intercept_ = bs[0] if binary else bs

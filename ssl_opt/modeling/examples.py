@@ -37,10 +37,13 @@ SMALL = {
 
 
 def _lapsvm_composition():
-    """A LapSVM written as terms: it lowers to LapSVM, so the paper's solvers take it."""
+    """A LapSVM written as terms, as a user would (a plain Model of the named model's terms):
+    it lowers to LapSVM, so the paper's solvers take it."""
+    from ssl_opt.modeling.model import Model
     from ssl_opt.problems.manifold.examples import lapsvm_with_loss, moons_instance
 
-    return moons_instance(lapsvm_with_loss("squared_hinge"))().as_model()
+    named = moons_instance(lapsvm_with_loss("squared_hinge"))()
+    return Model(named.terms, prediction=named.prediction_expression, name="lapsvm-terms")
 
 
 @hookimpl

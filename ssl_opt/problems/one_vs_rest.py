@@ -148,7 +148,7 @@ class OneVsRest(Problem):
         if not hasattr(first, "objective_parts"):
             return float(sum(p.objective(self.column(x, k)) for k, p in enumerate(self.columns)))
         v = self.unpack(x)
-        alpha, b = v["alpha"], v["b"]
+        alpha, b = v["alpha"], v.get("b", np.zeros(self.c))  # no variable b without a bias
         K_alpha = first.K_dot(alpha)
         F = K_alpha + (b[None, :] if first.bias else 0.0)
         LF = first.L_dot(F)

@@ -213,7 +213,7 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
             bar.set_postfix_str(f"{key} at {scale}")
             problem = gen.instance(scale, seed, operator)
             _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slow,
-                            repeat_below, runs, convergence)
+                            repeat_below, runs, convergence, frozenset(solvers or ()))
     for key in gens:
         summaries.append(_summarize(key, [r for r in runs if r.variant == key], time_limit,
                                     convergence.get(key, {})))
@@ -244,17 +244,29 @@ def _operator_context(operator: str):
 
 
 def _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slow,
-                    repeat_below, runs, convergence) -> None:
-    """Every applicable solver on one instance, certified; appends to ``runs``."""
+                    repeat_below, runs, convergence, named=frozenset()) -> None:
+    """Every applicable solver on one instance, certified; appends to ``runs``. A solver
+    that declares it does not reach a certified optimum on the instance (``inexact``, e.g.
+    FISTA on a kernel expansion) is listed as skipped with its reason, unless it is
+    ``named`` or ``auto``'s choice."""
     size = cost_size(problem, gen.size_keys)
     here: list[tuple[Run, object]] = []
+    try:
+        chosen = select(problem).solver
+    except UnsupportedProblemError:
+        chosen = None
     for name, solver in table.items():
         if not solver.supports(problem):
             continue
         prediction = predict(solver, problem)
         entry = models.get((name, key))
         model_sizes = {p[0] for p in entry[0].points} if entry else set()
-        if (key, name) in too_slow:
+        inexact = "" if name in named or name == chosen else solver.inexact(problem)
+        if inexact:
+            here.append((_skipped(key, scale, size, solver, prediction,
+                                  f"does not reach a certified optimum here ({inexact}); "
+                                  "name it in solvers= to run it"), None))
+        elif (key, name) in too_slow:
             here.append((_skipped(key, scale, size, solver, prediction,
                                   "slower than the time limit at a smaller size"), None))
         elif prediction.seconds > time_limit:
@@ -274,10 +286,6 @@ def _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slo
                 too_slow.add((key, name))
             here.append((run, sol))
     _certify_all(problem, here)
-    try:
-        chosen = select(problem).solver
-    except UnsupportedProblemError:
-        chosen = None
     for run, _ in here:
         run.auto_choice = run.solver == chosen
     refs = [(r, s) for r, s in here if r.backend == "reference" and r.succeeded]

@@ -168,11 +168,25 @@ def _write(models):
 KEY = "manifold/squared"
 
 
+FOUR = ("cvxpy", "pcg", "newton", "laprls-direct")
+
+
+def _generic_solvers() -> list[str]:
+    """The solvers of models that also apply to LapRLS (a named model)."""
+    from ssl_opt import registry
+
+    return sorted(n for n, s in registry.solvers().items()
+                  if n not in FOUR and s.supports(_laprls()))
+
+
 def _laprls_models(ref, pcg, newton, direct, ref_mem=None, fast_mem=None):
+    """Models of the reference and the three paper solvers as given, and of every generic
+    solver at 100 s (so the four decide)."""
     return [_model("cvxpy", KEY, ("n",), ref, ref_mem),
             _model("pcg", KEY, ("n",), pcg, fast_mem),
             _model("newton", KEY, ("n",), newton, fast_mem),
-            _model("laprls-direct", KEY, ("n",), direct, fast_mem)]
+            _model("laprls-direct", KEY, ("n",), direct, fast_mem)] + [
+        _model(name, KEY, ("n",), 100.0, fast_mem) for name in _generic_solvers()]
 
 
 def test_auto_prefers_the_reference_only_within_the_preference_factor(cache):
@@ -185,7 +199,8 @@ def test_auto_prefers_the_reference_only_within_the_preference_factor(cache):
     sel = select(problem)
     assert sel.solver == "laprls-direct"
     assert "beyond" in sel.reason
-    assert sel.predicted_time == {"cvxpy": 0.2, "pcg": 0.5, "newton": 0.3, "laprls-direct": 0.1}
+    assert sel.predicted_time == {"cvxpy": 0.2, "pcg": 0.5, "newton": 0.3, "laprls-direct": 0.1,
+                                  **dict.fromkeys(_generic_solvers(), 100.0)}
     assert all(p.source == "calibrated" for p in sel.predictions.values())
 
 
@@ -266,7 +281,7 @@ def test_selection_table_lists_every_candidate(cache):
     _write(_laprls_models(ref=0.2, pcg=0.5, newton=0.3, direct=0.1, fast_mem=2**20))
     sel = select(problem)
     lines = sel.table().splitlines()
-    assert len(lines) == 4 and lines[0].startswith("* laprls-direct")
+    assert len(lines) == 4 + len(_generic_solvers()) and lines[0].startswith("* laprls-direct")
     assert "1 MiB" in sel.table()
     with warnings.catch_warnings():
         warnings.simplefilter("error")

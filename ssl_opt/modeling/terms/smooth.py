@@ -18,8 +18,10 @@ lowerings recognize.
 The CVXPY form of ``tr(zᵀMz)`` never forms a dense n×n matrix from a sparse M: a symmetric M
 with non-positive off-diagonal entries and non-negative row sums (a graph Laplacian ``D − W``,
 possibly plus a non-negative diagonal) is the sum of squares ``‖Bz‖²`` with ``B`` the weighted
-edge incidence ``√(−M_ij)(e_i − e_j)`` stacked on ``diag(√(Σ_j M_ij))``; any other M enters as
-``quad_form(z_k, psd_wrap(M))`` per column (a quadratic objective Clarabel takes as is).
+edge incidence ``√(−M_ij)(e_i − e_j)`` stacked on ``diag(√(Σ_j M_ij))``; any other M, and any M
+on a dense map of the variables (``f = Rh`` of a factored kernel in the reference, where ``BR``
+would be a dense E × r block), enters as ``quad_form(z_k, psd_wrap(M))`` per column (a
+quadratic objective Clarabel takes as is).
 """
 
 from __future__ import annotations
@@ -151,13 +153,15 @@ class QuadraticForm(Term):
     constant_hessian = True
     _matrix_name = "M"
 
-    def __init__(self, argument, M, weight=1.0):
+    def __init__(self, argument, M, weight=1.0, *, validated: bool = False):
         super().__init__(argument, weight)
         owner = type(self).__name__
         if len(self.shape) not in (1, 2):
             raise InvalidInputError(f"the argument of {owner} must be a vector or an n×c "
                                     f"matrix, got shape {self.shape}.")
-        self.M = square_matrix(M, self._matrix_name, self.shape[0], owner)
+        # validated=True: a named model's constructor has checked M (square, symmetric, PSD,
+        # float64) and the term shares it instead of a copy checked again.
+        self.M = M if validated else square_matrix(M, self._matrix_name, self.shape[0], owner)
         self._factor = None
 
     @property
@@ -190,13 +194,16 @@ class QuadraticForm(Term):
         M = self.M if columns == 1 else np.kron(self.M, np.eye(columns))
         return (2.0 * self.weight) * M
 
-    def cvxpy(self, z):
+    def cvxpy(self, z, dense_argument: bool = False):
+        """``w Σ_k z_kᵀ M z_k``: ``w‖Bz‖²`` for a Laplacian-like M (module docstring) unless
+        ``dense_argument`` (z a dense map of the variables, e.g. ``R h`` of a factored kernel:
+        ``BR`` would be a dense E × r block, the quadratic form only r × r)."""
         if isinstance(self.M, spla.LinearOperator):
             raise InvalidInputError(
                 f"{type(self).__name__} with a products-only {self._matrix_name} has no CVXPY "
                 "form; pass the matrix as an array or a sparse matrix to use the reference "
                 "backend.")
-        B = self.sum_of_squares_factor()
+        B = None if dense_argument else self.sum_of_squares_factor()
         if B is not None:
             return self.weight * cp.sum_squares(B @ z) if B.shape[0] else cp.Constant(0.0)
         M = cp.psd_wrap(self.M)
@@ -220,8 +227,8 @@ class RKHSNorm(QuadraticForm):
     name = "rkhs_norm"
     _matrix_name = "K"
 
-    def __init__(self, argument, K, weight=1.0):
-        super().__init__(argument, K, weight)
+    def __init__(self, argument, K, weight=1.0, *, validated: bool = False):
+        super().__init__(argument, K, weight, validated=validated)
 
     @property
     def K(self):
@@ -235,8 +242,8 @@ class GraphQuadratic(QuadraticForm):
     name = "graph_quadratic"
     _matrix_name = "L"
 
-    def __init__(self, argument, L, weight=1.0):
-        super().__init__(argument, L, weight)
+    def __init__(self, argument, L, weight=1.0, *, validated: bool = False):
+        super().__init__(argument, L, weight, validated=validated)
 
     @property
     def L(self):

@@ -11,6 +11,14 @@ which is [000 eq. 7] for the squared hinge. Gradient (the ½ absorbed) [000 eq. 
     ∇_b J = 1ᵀ( ½ J_Lᵀ(y ∘ φ'(m)) + γ_I L f ).
 
 ``v`` is the preconditioned gradient ∇̂ of [000 Alg. 1] (preconditioner diag(1, K)).
+
+LapSVM is a named model (docs/design.md §2a): the model ``MarginLossTerm(f[:l], y, φ, ½)
++ RKHSNorm(α, K, γ_A/2) + GraphQuadratic(f, L, γ_I/2)``, ``f = Kα (+ b)``, with its structure
+tag ``manifold/<loss>``; every solver of models applies to it besides the paper's (Newton, PCG,
+laprls-direct), and its certificate is the model's (:mod:`ssl_opt.modeling.stationarity`):
+``stationarity`` is ``min ‖∇_α J, ∇_b J‖_∞`` over the hinge's subgradients at margins within
+the kink tolerance of 1, relative to the largest term of the gradient. Without a bias the
+model has the one variable ``alpha``.
 """
 
 from __future__ import annotations
@@ -18,9 +26,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
-from scipy.optimize import lsq_linear
 from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt._validation import (
@@ -28,7 +34,6 @@ from ssl_opt._validation import (
     as_float_matrix,
     check_binary_labels,
     check_bool,
-    check_nonnegative,
     check_positive,
     check_psd,
     check_square,
@@ -37,18 +42,16 @@ from ssl_opt._validation import (
 )
 from ssl_opt.components import MarginLoss, Square, get_margin_loss
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.problems.base import Problem, Structure
-from ssl_opt.solvers import Option
+from ssl_opt.modeling.expressions import Variable, matmul
+from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.terms import GraphQuadratic, MarginLossTerm, RKHSNorm
+from ssl_opt.problems.base import Structure
 
 #: Density above which a sparse Laplacian is stored dense (measured crossover of matvec cost).
 DENSE_L_FILL = 0.25
 #: Memory of one block of kernel columns computed by products ``K @ E_idx`` (unit columns) for
 #: an operator without ``columns()``: the block has ``COLUMN_BLOCK_BYTES // (8n)`` columns.
 COLUMN_BLOCK_BYTES = 64 * 2**20
-#: The hinge certificate's box least squares ``min ‖A g + c‖`` (A of n(+1) rows, one column per
-#: point at a kink) is first reduced by a thin QR above this many rows: BVLS re-solves a tall
-#: least-squares problem at each of its iterations.
-LSQ_QR_MIN_ROWS = 5000
 #: n-vectors a products-only solver keeps for a kernel operator (PCG's iterates, products and
 #: temporaries, measured: ``plugins/manifold/pcg.py``); the selector's memory for it.
 PRODUCT_SOLVER_VECTORS = 24
@@ -63,8 +66,11 @@ ITERATION_SECONDS = 1e-4
 VARIANT_NAMES = {"square": "squared"}
 
 
-class LapSVM(Problem):
+class LapSVM(Model):
     """Laplacian SVM family: ``J = ½(Σ φ(y_i f_i) + γ_A αᵀKα + γ_I fᵀLf)``, ``f = Kα + b``.
+
+    A named model (module docstring): its terms, certificate and CVXPY reference are the
+    model's, its paper solvers read the data below.
 
     Parameters
     ----------
@@ -81,14 +87,11 @@ class LapSVM(Problem):
         [000 eq. 4], half its objective), ``"square"`` or ``"squared"`` (LapRLS), ``"huber"``,
         ``"logistic"`` or any :class:`~ssl_opt.components.MarginLoss`; stored as the object.
     bias : bool
-        Include the unregularized bias ``b``.
+        Include the unregularized bias ``b`` (a variable of the model only then).
     """
 
     family = "manifold"
-    kkt_options = {"kink_tol": Option(
-        1e-6, "margins within this distance of a kink may take any subgradient there",
-        check_nonnegative)}
-    residual_tolerances = {"stationarity": "stationarity"}
+    residual_tolerances = {"stationarity": "stationarity"}  # unconstrained: no feasibility
 
     def __init__(self, K, L, y, gamma_A, gamma_I, loss="squared_hinge", bias=True):
         K = _as_kernel(K)
@@ -103,17 +106,27 @@ class LapSVM(Problem):
             # A CSR product costs several times a dense one per stored entry: a nearly full
             # "sparse" L (e.g. a power of a kNN Laplacian) is kept dense.
             L = L.toarray() if L.nnz > DENSE_L_FILL * n * n else sp.csr_matrix(L)
-        y = check_binary_labels(y, "y", n)
-        self.K = K
-        self.L = L
-        self.y = y
-        self.gamma_A = check_positive(gamma_A, "gamma_A")
-        self.gamma_I = check_positive(gamma_I, "gamma_I")
-        self.loss: MarginLoss = get_margin_loss(loss)
-        self.bias = check_bool(bias, "bias")
-        self.n = n
-        self.l = y.size
-        self._freeze()
+        self._assemble(K, L, check_binary_labels(y, "y", n), check_positive(gamma_A, "gamma_A"),
+                       check_positive(gamma_I, "gamma_I"), get_margin_loss(loss),
+                       check_bool(bias, "bias"))
+
+    def _assemble(self, K, L, y, gamma_A: float, gamma_I: float, loss: MarginLoss,
+                  bias: bool) -> None:
+        """Store the validated data and state the model's terms on it (no copy, no check)."""
+        self.K, self.L, self.y = K, L, y
+        self.gamma_A, self.gamma_I = gamma_A, gamma_I
+        self.loss: MarginLoss = loss
+        self.bias = bias
+        self.n, self.l = K.shape[0], y.size
+        alpha = Variable("alpha", (self.n,))
+        f = matmul(K, alpha)
+        if bias:
+            f = f + Variable("b")
+        super().__init__([MarginLossTerm(f[: self.l], y, loss, 0.5),
+                          RKHSNorm(alpha, K, 0.5 * gamma_A, validated=True),
+                          GraphQuadratic(f, L, 0.5 * gamma_I, validated=True)],
+                         prediction=f, name=f"{type(self).__name__.lower()}[{self.variant}]",
+                         unique_prediction=loss.unique_decision)
 
     def with_labels(self, y, loss=None) -> LapSVM:
         """The same problem with other labels ``y`` for the same labeled points (and, if given,
@@ -125,22 +138,13 @@ class LapSVM(Problem):
             raise InvalidInputError(f"y must label the same {self.l} points, got {y.size} "
                                     "labels.")
         twin = object.__new__(type(self))
-        for k, v in vars(self).items():
-            if k != "_frozen" and not isinstance(getattr(type(self), k, None), cached_property):
-                object.__setattr__(twin, k, v)
+        twin._assemble(self.K, self.L, y, self.gamma_A, self.gamma_I,
+                       self.loss if loss is None else get_margin_loss(loss), self.bias)
         if "K_dense" in vars(self):  # a label-independent cache worth sharing
             object.__setattr__(twin, "K_dense", self.K_dense)
-        object.__setattr__(twin, "y", y)
-        if loss is not None:
-            object.__setattr__(twin, "loss", get_margin_loss(loss))
-        twin._freeze()
         return twin
 
     # ------------------------------------------------------------------ declaration
-    @property
-    def variables(self) -> dict[str, tuple[int, ...]]:
-        return {"alpha": (self.n,), "b": ()}
-
     @property
     def structure(self) -> Structure:
         sizes = {"n": self.n, "l": self.l, "u": self.n - self.l}
@@ -163,40 +167,25 @@ class LapSVM(Problem):
         name = VARIANT_NAMES.get(self.loss.name, self.loss.name)
         return f"{name}{'' if self.bias else ', no bias'}"
 
-    @property
-    def unique_prediction(self) -> bool:
-        return self.loss.unique_decision
-
     @cached_property
     def laplacian_annihilates_ones(self) -> bool:
         """Whether ``L·1 = 0`` (unnormalized L): then the dual LapSVM of [000 §2.1] is exact."""
         ones = np.ones(self.n)
         return bool(np.max(np.abs(self.L @ ones)) <= 1e-10 * max(1.0, _abs_max(self.L)))
 
-    def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model` (docs/design.md §6):
-        ``MarginLossTerm(f[:l], y, loss, ½) + RKHSNorm(alpha, K, γ_A/2)
-        + GraphQuadratic(f, L, γ_I/2)``, ``f = K @ alpha + b`` (``f = K @ alpha`` without bias);
-        L as the problem holds it (normalized, a power). ``pattern.lower_lapsvm`` reads it
-        back."""
-        from ssl_opt.modeling import (
-            GraphQuadratic,
-            MarginLossTerm,
-            Model,
-            RKHSNorm,
-            Variable,
-            matmul,
-        )
+    def with_dense_kernel(self) -> LapSVM:
+        """This problem with K stored as a dense array (:attr:`K_dense`): itself when it is
+        one. The CVXPY reference states its program on it (an operator has no CVXPY form)."""
+        if isinstance(self.K, np.ndarray):
+            return self
+        twin = object.__new__(type(self))
+        twin._assemble(self.K_dense, self.L, self.y, self.gamma_A, self.gamma_I, self.loss,
+                       self.bias)
+        return twin
 
-        alpha = Variable("alpha", (self.n,))
-        f = matmul(self.K, alpha)
-        if self.bias:
-            f = f + Variable("b")
-        terms = [MarginLossTerm(f[: self.l], self.y, self.loss, 0.5),
-                 RKHSNorm(alpha, self.K, 0.5 * self.gamma_A),
-                 GraphQuadratic(f, self.L, 0.5 * self.gamma_I)]
-        return Model(terms, prediction=f, name=f"{type(self).__name__.lower()}[{self.variant}]",
-                     unique_prediction=self.unique_prediction)
+    def as_model(self) -> LapSVM:
+        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
+        return self
 
     # ------------------------------------------------------------------ products
     def K_dot(self, v: np.ndarray) -> np.ndarray:
@@ -330,12 +319,9 @@ class LapSVM(Problem):
         return 0.5 * (loss + self.gamma_A * alpha @ Kalpha + self.gamma_I * f @ Lf)
 
     def objective(self, x) -> float:
+        """The model's objective, from one product by K (:meth:`objective_parts`)."""
         v = self.unpack(x)
-        return float(self.objective_parts(v["alpha"], float(v["b"])))
-
-    def prediction(self, x) -> np.ndarray:
-        v = self.unpack(x)
-        return self.decision_values(v["alpha"], float(v["b"]))
+        return float(self.objective_parts(v["alpha"], float(v["b"]) if self.bias else 0.0))
 
     def preconditioned_gradient(self, alpha, f, Lf) -> tuple[np.ndarray, float]:
         """``(v, ∇_b J)`` at ``f = Kα + b`` given ``L f``; ``∇_α J = K v`` (smooth φ only)."""
@@ -345,14 +331,6 @@ class LapSVM(Problem):
         g_b = float(np.sum(r)) if self.bias else 0.0
         r += self.gamma_A * alpha
         return r, g_b
-
-    def gradient(self, x) -> dict[str, np.ndarray]:
-        """``{"alpha": ∇_α J, "b": ∇_b J}`` for a smooth loss [000 eq. 9, with the ½ scaling]."""
-        v = self.unpack(x)
-        alpha, b = v["alpha"], float(v["b"])
-        f = self.decision_values(alpha, b)
-        pg, g_b = self.preconditioned_gradient(alpha, f, self.L_dot(f))
-        return {"alpha": self.K_dot(pg), "b": np.array(g_b)}
 
     @cached_property
     def entry_scales(self) -> tuple[float, float]:
@@ -365,7 +343,8 @@ class LapSVM(Problem):
 
     @cached_property
     def gradient_scale(self) -> float:
-        """``max(1, ‖∇J(0, 0)‖)``: residuals are reported relative to this."""
+        """``max(1, ‖∇J(0, 0)‖)``: the paper solvers (Newton, PCG) stop on the gradient norm
+        relative to this."""
         d0 = -1.0  # the hinge's slope at 0, for a loss that offers no subgradient
         if "subgradient" in self.loss.capabilities:
             d0 = float(self.loss.subgradient_interval(np.zeros(1))[0][0])
@@ -374,52 +353,6 @@ class LapSVM(Problem):
         g = self.K_dot(r)
         g_b = np.sum(r) if self.bias else 0.0
         return float(max(1.0, np.sqrt(g @ g + g_b**2)))
-
-    def _kkt(self, x, kink_tol: float) -> dict[str, float]:
-        """Stationarity residual ``dist(0, ∂J(x)) / max(1, ‖∇J(0)‖)``.
-
-        For smooth φ this is the relative gradient norm. For the hinge, points with
-        ``|m_i − 1| ≤ kink_tol`` may take any subgradient in [−1, 0]; the distance is a small
-        bound-constrained least-squares problem (the analogue of skglm's ``subdiff_distance``).
-        """
-        v = self.unpack(x)
-        alpha, b = v["alpha"], float(v["b"])
-        if not (np.all(np.isfinite(alpha)) and np.isfinite(b)):
-            return {"stationarity": float("inf")}
-        f = self.decision_values(alpha, b)
-        Lf = self.L_dot(f)
-        if self.loss.smooth:
-            pg, g_b = self.preconditioned_gradient(alpha, f, Lf)
-            g = self.K_dot(pg)
-            return {"stationarity": float(np.sqrt(g @ g + g_b**2)) / self.gradient_scale}
-        if "subgradient" in self.loss.capabilities:
-            return {"stationarity": self._subdifferential_distance(alpha, f, Lf, kink_tol)}
-        return {}  # a non-smooth user loss without subgradient_interval: gap only
-
-    def _subdifferential_distance(self, alpha, f, Lf, kink_tol) -> float:
-        m = self.y * f[: self.l]
-        lo, hi = self.loss.subgradient_interval(m, kink_tol=kink_tol)
-        free = hi > lo
-        g_fixed = np.where(free, 0.0, lo)
-        # gradient = A g + c, with A = ½ [1ᵀ; K] J_Lᵀ Y (bias row only when bias=True).
-        base = np.zeros(self.n)
-        base[: self.l] = 0.5 * self.y * g_fixed
-        c_alpha = self.K_dot(base + self.gamma_A * alpha + self.gamma_I * Lf)
-        c_b = np.sum(base) + self.gamma_I * np.sum(Lf)
-        c = np.concatenate([[c_b], c_alpha]) if self.bias else c_alpha
-        if not np.any(free):
-            return float(np.linalg.norm(c)) / self.gradient_scale
-        idx = np.flatnonzero(free)
-        # A = ½ [yᵀ; K_{:,idx} Y] in one (n+1) × k array: the columns of K from products for
-        # an operator K (K_columns), never the n × n matrix.
-        A = np.empty((self.n + int(self.bias), idx.size))
-        body = A[1:] if self.bias else A
-        body[:] = self.K_columns(idx)
-        body *= 0.5
-        body *= self.y[idx]
-        if self.bias:
-            A[0] = 0.5 * self.y[idx]
-        return _box_residual(A, c, lo[idx], hi[idx]) / self.gradient_scale
 
 
 class LapRLS(LapSVM):
@@ -461,22 +394,6 @@ def _check_convex(K, L, n: int) -> None:
     if not isinstance(K, LinearOperator):
         check_psd(K, "K")
     check_psd(L, "L")
-
-
-def _box_residual(A: np.ndarray, c: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> float:
-    """``min ‖A g + c‖`` over ``lo ≤ g ≤ hi`` (BVLS).
-
-    Above :data:`LSQ_QR_MIN_ROWS` rows A (n × k, k the kink points) is reduced first: with the
-    thin QR ``A = QR``, ``‖Ag + c‖² = ‖Rg + Qᵀc‖² + ‖c − QQᵀc‖²``, so BVLS runs on the k × k
-    system and the part of c outside range(A) is added back."""
-    if A.shape[0] <= LSQ_QR_MIN_ROWS or A.shape[0] <= A.shape[1]:
-        res = lsq_linear(A, -c, bounds=(lo, hi), method="bvls")
-        return float(np.linalg.norm(A @ res.x + c))
-    Q, R = sla.qr(A, mode="economic", overwrite_a=True, check_finite=False)
-    qc = Q.T @ c
-    outside = float(np.linalg.norm(c - Q @ qc))
-    res = lsq_linear(R, -qc, bounds=(lo, hi), method="bvls")
-    return float(np.hypot(np.linalg.norm(R @ res.x + qc), outside))
 
 
 def _operator_scale(K) -> float:
