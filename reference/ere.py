@@ -1,4 +1,5 @@
-r"""Exact CVXPY programs for ERE, LRL and sums of norms [004 eqs. 5, 8, 9, 10], docs/design.md §4.5.
+r"""Exact CVXPY programs for ERE and sums of norms [004 eqs. 8, 9, 10], docs/design.md §4.5 (LRL,
+a named model, has the model's program from its terms: ``reference/model.py``).
 
 Built vectorized, with no Python loop over edges or points:
 
@@ -9,8 +10,8 @@ Built vectorized, with no Python loop over edges or points:
   ``Aₑ·t_e + α Σ t_p + β‖W‖²``. The cones' dual values give the multipliers
   ``u = −Λ/λ`` of each norm (CVXPY's Lagrangian subtracts ``⟨(λ, Λ), (t, g)⟩``), returned as
   ``U_edges`` / ``U_points``: the certificate's warm start, never trusted as such.
-* squared ERE [004 eq. 8] and LRL [004 eq. 5] — QPs: ``tr(FᵀLF) = ‖diag(√A_e) B F‖²`` (no PSD
-  check of L, no loop over classes).
+* squared ERE [004 eq. 8] — a QP: ``tr(FᵀLF) = ‖diag(√A_e) B F‖²`` (no PSD check of L, no loop
+  over classes).
 * :class:`~ssl_opt.problems.SumOfNorms` [004 eq. 10] — ``SOC(t, reshape(Gx − h, (m, k)),
   axis=1)`` and ``½ xᵀQx`` through ``psd_wrap`` (Q was checked PSD by the problem).
 
@@ -24,7 +25,6 @@ import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.problems.ere.lrl import LRL
 from ssl_opt.problems.ere.problem import ERE
 from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 from ssl_opt.reference.cvxpy_solver import Formulation
@@ -88,26 +88,6 @@ def recover_ere(problem: ERE, handles) -> dict:
     return out
 
 
-def build_lrl(problem: LRL):
-    c, l = problem.c, problem.l
-    W = cp.Variable((problem.d, c), name="W")
-    b = cp.Variable(c, name="b")
-    X = sp.csr_matrix(problem.X) if sp.issparse(problem.X) else problem.X
-    Xl = X[:l]
-    graph = (cp.sum_squares(_weighted_incidence(problem, True) @ X @ W)
-             if problem.n_edges else 0)
-    fit = cp.sum_squares(Xl @ W + np.ones((l, 1)) @ cp.reshape(b, (1, c), order="C")
-                         - problem.Y)
-    obj = graph + problem.alpha * fit + problem.beta * cp.sum_squares(W)
-    return cp.Problem(cp.Minimize(obj)), (W, b)
-
-
-def recover_lrl(problem: LRL, handles) -> dict:
-    W, b = handles
-    return {"W": np.asarray(W.value, dtype=np.float64),
-            "b": np.asarray(b.value, dtype=np.float64).reshape(problem.c)}
-
-
 def build_sum_of_norms(problem: SumOfNorms):
     x = cp.Variable(problem.n, name="x")
     t = cp.Variable(problem.m, name="t")
@@ -140,7 +120,6 @@ def _cost_sum_of_norms(problem) -> float:
 
 
 ERE_FORMULATION = Formulation(ERE, build_ere, recover_ere, cost=_cost_ere)
-LRL_FORMULATION = Formulation(LRL, build_lrl, recover_lrl, cost=_cost_ere)
 SUM_OF_NORMS_FORMULATION = Formulation(SumOfNorms, build_sum_of_norms, recover_sum_of_norms,
                                        cost=_cost_sum_of_norms)
-FORMULATIONS = [ERE_FORMULATION, LRL_FORMULATION, SUM_OF_NORMS_FORMULATION]
+FORMULATIONS = [ERE_FORMULATION, SUM_OF_NORMS_FORMULATION]

@@ -404,6 +404,24 @@ def test_lrl_matches_dense_least_squares_and_cvxpy():
     assert problem.kkt({"W": W, "b": sol.x["b"]})["stationarity"] > 1e-5
 
 
+def test_lrl_is_a_named_model_the_generic_solvers_take_as_it_is():
+    """LRL is a Model of its three terms: their sum is the objective, the generic solvers
+    reach the dense least-squares optimum with no lowering, and they certify."""
+    from ssl_opt.modeling import Model
+
+    data, _ = _case("n100")
+    problem = LRL(data.X, data.A, data.Y, 0.3, 0.01)
+    assert isinstance(problem, Model) and problem.as_model() is problem
+    ls = _lstsq_lrl(data.X, data.A, data.Y, 0.3, 0.01)
+    assert _rel(sum(t.value(t.argument.value(ls)) for t in problem.terms),
+                problem.objective(ls)) < 1e-12
+    for name in ("irls-mm", "newton-cg"):
+        sol = ssl_opt.solve(problem, solver=name)
+        assert sol.status == OPTIMAL and "lowered_to" not in sol.info, name
+        np.testing.assert_allclose(sol.x["W"], ls["W"], atol=1e-6)
+        assert ssl_opt.certify(problem, sol).passed, name
+
+
 def _np_laplacian(A):
     A = _dense(A)
     return np.diag(A.sum(axis=1)) - A
