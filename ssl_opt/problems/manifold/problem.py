@@ -128,6 +128,14 @@ class LapSVM(Model):
                          prediction=f, name=f"{type(self).__name__.lower()}[{self.variant}]",
                          unique_prediction=loss.unique_decision)
 
+    def _twin(self, K=None, y=None, loss: MarginLoss | None = None) -> LapSVM:
+        """The same problem on other (already validated) K, y or loss, built without checks."""
+        twin = object.__new__(type(self))
+        twin._assemble(self.K if K is None else K, self.L, self.y if y is None else y,
+                       self.gamma_A, self.gamma_I, self.loss if loss is None else loss,
+                       self.bias)
+        return twin
+
     def with_labels(self, y, loss=None) -> LapSVM:
         """The same problem with other labels ``y`` for the same labeled points (and, if given,
         another margin ``loss``): K, L and every label-independent quantity are shared, not
@@ -137,9 +145,7 @@ class LapSVM(Model):
         if y.size != self.l:
             raise InvalidInputError(f"y must label the same {self.l} points, got {y.size} "
                                     "labels.")
-        twin = object.__new__(type(self))
-        twin._assemble(self.K, self.L, y, self.gamma_A, self.gamma_I,
-                       self.loss if loss is None else get_margin_loss(loss), self.bias)
+        twin = self._twin(y=y, loss=None if loss is None else get_margin_loss(loss))
         if "K_dense" in vars(self):  # a label-independent cache worth sharing
             object.__setattr__(twin, "K_dense", self.K_dense)
         return twin
@@ -178,10 +184,7 @@ class LapSVM(Model):
         one. The CVXPY reference states its program on it (an operator has no CVXPY form)."""
         if isinstance(self.K, np.ndarray):
             return self
-        twin = object.__new__(type(self))
-        twin._assemble(self.K_dense, self.L, self.y, self.gamma_A, self.gamma_I, self.loss,
-                       self.bias)
-        return twin
+        return self._twin(K=self.K_dense)
 
     def as_model(self) -> LapSVM:
         """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
