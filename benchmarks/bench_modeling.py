@@ -117,7 +117,7 @@ def _digits_cases() -> list:
 #: The generic solvers compared with each family's paper solver (irls-newton assembles the
 #: Hessian: not on LASS's simplex rows nor on the 64,000-feature LinearSVM).
 GENERIC = {"LapSVM": ("newton-cg", "irls-newton"), "LapRLS": ("newton-cg", "irls-newton"),
-           "LinearSVM": ("newton-cg",), "LASS": ("pdhg", "admm-split", "fista"),
+           "LinearSVM": ("newton-cg", "lbfgs"), "LASS": ("pdhg", "admm-split", "fista"),
            "ERE": ("pdhg", "irls-newton", "irls-mm")}
 
 

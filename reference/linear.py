@@ -1,8 +1,9 @@
 """Exact programs for the linear semi-supervised SVM family (docs/design.md §4.2, [001]).
 
-* :data:`PRIMAL` — the L2-SVM QP ``min λ/2‖w̃‖² + ½ Σ c_i max(0, 1 − y_i x̃_iᵀw̃)²`` with a
-  sparse X kept sparse. The convex inner problems of TSVM (labels fixed) and DA (``p`` fixed)
-  are L2-SVMs (:meth:`TSVM.inner_problem`, :meth:`DAS3VM.inner_problem`), so this covers them.
+* :data:`PRIMAL` — the L2-SVM QP ``min λ/2‖w̃‖² + ½ Σ c_i max(0, 1 − y_i x̃_iᵀw̃)²``: the named
+  model's program from its terms (``reference/model.py``), a sparse X kept sparse. The convex
+  inner problems of TSVM (labels fixed) and DA (``p`` fixed) are L2-SVMs
+  (:meth:`TSVM.inner_problem`, :meth:`DAS3VM.inner_problem`), so this covers them.
 * :class:`ExhaustiveTSVM` — the *global* TSVM optimum for tiny ``u``: every balanced labeling
   (``C(u, round(r·u))`` of them) solved exactly with one parameterized (DPP) CVXPY program.
   It also gives the global optimum of DA's annealing target when ``r·u`` is an integer (the
@@ -19,6 +20,7 @@ import cvxpy as cp
 import numpy as np
 
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
+from ssl_opt.reference import model as model_reference
 from ssl_opt.reference.attempts import solve_until_optimal
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation, failed_solution
 from ssl_opt.solution import INACCURATE, OPTIMAL, Solution
@@ -51,18 +53,6 @@ def in_memory(problem) -> list[str]:
             "reference needs it in memory"]
 
 
-def build_primal(problem: LinearSVM):
-    w, b = _weights(problem.design)
-    margins = cp.multiply(problem.y, _outputs(problem.design.X, w, b))
-    slack = cp.multiply(np.sqrt(problem.cost), cp.pos(1 - margins))
-    objective = 0.5 * problem.lam * _regularizer(w, b) + 0.5 * cp.sum_squares(slack)
-    return cp.Problem(cp.Minimize(objective)), (w, b)
-
-
-def recover_primal(problem: LinearSVM, handles) -> dict:
-    return {"w": _stack(*handles)}
-
-
 def _stack(w, b) -> np.ndarray:
     parts = [np.asarray(w.value, dtype=float).ravel()]
     if b is not None:
@@ -70,7 +60,7 @@ def _stack(w, b) -> np.ndarray:
     return np.concatenate(parts)
 
 
-PRIMAL = Formulation(LinearSVM, build_primal, recover_primal, in_memory)
+PRIMAL = Formulation(LinearSVM, model_reference.build, model_reference.recover, in_memory)
 
 
 class ExhaustiveTSVM(Solver):

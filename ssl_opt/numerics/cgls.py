@@ -7,9 +7,9 @@ Solves ``min_β λ‖β‖² + Σ_r C_r (x̃_rᵀβ − b_r)²``, i.e. the norma
 by conjugate gradients written on the residuals ``z = C(b − X̃β)`` and ``r = X̃ᵀz − λβ``, so
 each iteration costs one product with ``X̃`` and one with ``X̃ᵀ`` — O(nnz) — and never forms
 ``X̃ᵀCX̃``. Seeded from any ``β`` (SVMlin's "seeding"); stops when
-``‖r‖ ≤ max(tol·‖X̃ᵀCb‖, η‖r₀‖)`` with ``η = min(forcing, √(‖r₀‖/‖X̃ᵀCb‖))`` (``forcing > 0``
-gives an inexact Newton step), or after ``max_iter`` iterations; ``converged`` means the
-``tol`` test was met.
+``‖r‖ ≤ max(min(tol·‖X̃ᵀCb‖, atol), η‖r₀‖)`` with ``η = min(forcing, √(‖r₀‖/‖X̃ᵀCb‖))``
+(``forcing > 0`` gives an inexact Newton step; ``atol``, default ∞, an absolute bound), or
+after ``max_iter`` iterations; ``converged`` means the ``tol``/``atol`` test was met.
 """
 
 from __future__ import annotations
@@ -32,11 +32,12 @@ class CGLSResult:
 
 
 def stopping_targets(omega: float, rhs_norm: float, tol: float,
-                     forcing: float) -> tuple[float, float]:
-    """``(tight, target)`` on ``ω = ‖r‖²`` from the start residual: ``tight = (tol·‖X̃ᵀCb‖)²``
-    is convergence; ``target = max(tight, η²ω₀)`` with the Eisenstat–Walker-style forcing
-    ``η = min(forcing, √(‖r₀‖/‖X̃ᵀCb‖))`` (loose while far) ends an inexact step."""
-    tight = (tol * rhs_norm) ** 2
+                     forcing: float, atol: float = np.inf) -> tuple[float, float]:
+    """``(tight, target)`` on ``ω = ‖r‖²`` from the start residual: ``tight =
+    min(tol·‖X̃ᵀCb‖, atol)²`` is convergence; ``target = max(tight, η²ω₀)`` with the
+    Eisenstat–Walker-style forcing ``η = min(forcing, √(‖r₀‖/‖X̃ᵀCb‖))`` (loose while far)
+    ends an inexact step."""
+    tight = min(tol * rhs_norm, atol) ** 2
     eta = min(forcing, np.sqrt(np.sqrt(omega) / rhs_norm))
     return tight, max(tight, eta**2 * omega)
 
@@ -56,14 +57,14 @@ class CGLSStart:
 
 
 def cgls_start(beta: np.ndarray, both: np.ndarray, lam: float, tol: float,
-               forcing: float) -> CGLSStart:
+               forcing: float, atol: float = np.inf) -> CGLSStart:
     """:class:`CGLSStart` from ``both = X̃ᵀ[C(b − X̃β), Cb]`` (dim × 2)."""
     r = both[:, 0] - lam * beta
     rhs_norm = float(np.linalg.norm(both[:, 1]))
     if rhs_norm == 0.0:
         return CGLSStart(r, 0.0, 0.0, 0.0, 0.0, CGLSResult(np.zeros_like(beta), 0, True, 0.0))
     omega = float(r @ r)
-    tight, target = stopping_targets(omega, rhs_norm, tol, forcing)
+    tight, target = stopping_targets(omega, rhs_norm, tol, forcing, atol)
     done = (CGLSResult(beta, 0, omega <= tight, np.sqrt(omega) / rhs_norm)
             if omega <= target else None)
     return CGLSStart(r, omega, rhs_norm, tight, target, done)
@@ -76,18 +77,19 @@ def iteration_cap(dim: int, max_iter: int | None) -> int:
 
 def cgls(design: LinearDesign, C: np.ndarray, b: np.ndarray, lam: float, beta0: np.ndarray,
          outputs0: np.ndarray | None = None, tol: float = 1e-6,
-         max_iter: int | None = None, forcing: float = 0.0) -> CGLSResult:
+         max_iter: int | None = None, forcing: float = 0.0,
+         atol: float = np.inf) -> CGLSResult:
     """CGLS from ``beta0`` (``outputs0 = X̃ beta0`` if already known). A design that offers
     its own ``design.cgls`` (a distributed one, fusing each iteration's products into one
     synchronization) runs this iteration with these stopping rules there."""
     fused = getattr(design, "cgls", None)
     if fused is not None:
-        return fused(C, b, lam, beta0, outputs0, tol, max_iter, forcing)
+        return fused(C, b, lam, beta0, outputs0, tol, max_iter, forcing, atol)
     beta = beta0.copy()
     o = design.matvec(beta) if outputs0 is None else outputs0
     z = C * (b - o)
     both = design.rmatvec(np.column_stack([z, C * b]))  # residual and right-hand side, one pass
-    start = cgls_start(beta, both, lam, tol, forcing)
+    start = cgls_start(beta, both, lam, tol, forcing, atol)
     if start.result is not None:
         return start.result
     r, omega, rhs_norm, tight, target = (start.r, start.omega, start.rhs_norm, start.tight,

@@ -353,7 +353,8 @@ class DaskDesign(LinearDesign):
 
     def fused_cgls(self, C: np.ndarray, b: np.ndarray, lam: float, beta0: np.ndarray,
                    outputs0: np.ndarray | None = None, tol: float = 1e-6,
-                   max_iter: int | None = None, forcing: float = 0.0) -> CGLSResult:
+                   max_iter: int | None = None, forcing: float = 0.0,
+                   atol: float = np.inf) -> CGLSResult:
         r"""CGLS [001 §2.1, eq. 4] with one synchronization per iteration.
 
         The same iteration, stopping rules and result as :func:`ssl_opt.numerics.cgls.cgls`,
@@ -382,7 +383,7 @@ class DaskDesign(LinearDesign):
         t = self.traffic
         t.cgls_solves += 1
         rows = self._send_rows(np.asarray(C, dtype=np.float64), np.asarray(b, dtype=np.float64))
-        start = cgls_start(beta, self._start(rows, beta, outputs0), lam, tol, forcing)
+        start = cgls_start(beta, self._start(rows, beta, outputs0), lam, tol, forcing, atol)
         if start.result is not None:
             return start.result
         r, omega, rhs_norm, tight, target = (start.r, start.omega, start.rhs_norm, start.tight,

@@ -52,8 +52,11 @@ def test_cluster_fit_equals_the_in_memory_fit(client, text, make, as_dask):
     assert all(isinstance(p.design, DaskDesign) for p in problems)
     np.testing.assert_allclose(remote.coef_, local.coef_, rtol=1e-8, atol=1e-10)
     np.testing.assert_array_equal(remote.transduction_, local.transduction_)
+    # The fused CGLS updates its residual by a recurrence, the in-memory one from z: the last
+    # iterations round differently, the two certified points (stationarity ~3e-8) agree to
+    # 7e-10 in the decisions (2026-11-28).
     np.testing.assert_allclose(remote.decision_function(X_fit), local.decision_function(X),
-                               rtol=1e-8, atol=1e-10)
+                               rtol=1e-8, atol=1e-8)
     assert remote.certificate().passed  # on residuals: the reference needs X in memory
 
 

@@ -809,3 +809,38 @@ def test_exact_entropy_simplex_optimum_certifies_to_round_off():
     E = np.exp(-G / 0.4)
     kkt = model.kkt({"F": E / E.sum(axis=1, keepdims=True)})
     assert kkt["stationarity"] <= 1e-12 and kkt["feasibility"] <= 1e-15
+
+
+@pytest.mark.parametrize("loss", ["squared_hinge", "hinge", "square", "logistic"])
+def test_margin_loss_sample_weight_against_the_weighted_sum(loss):
+    """``w Σ_i c_i φ(y_i z_i)``: value, gradient and Hessian against the weighted sum and its
+    derivatives written here; the prox against the entrywise prox of the loss with steps
+    ``t w c_i`` (a zero weight leaves the entry as it is), the CVXPY form against the value."""
+    rng = np.random.default_rng(3)
+    n = 12
+    z, y = rng.normal(0.0, 1.5, n), np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    c = rng.uniform(0.0, 3.0, n)
+    c[:2] = 0.0
+    x = Variable("x", (n,))
+    term = MarginLossTerm(x, y, loss, 0.7, sample_weight=c)
+    phi = term.loss
+    assert abs(term.value(z) - 0.7 * c @ phi.value(y * z)) <= 1e-12
+    zc = cp.Parameter(n, value=z)
+    assert abs(float(term.cvxpy(zc).value) - term.value(z)) <= 1e-10
+    if "derivative" in phi.capabilities:
+        np.testing.assert_allclose(term.gradient(z), 0.7 * c * y * phi.derivative(y * z),
+                                   rtol=1e-13, atol=1e-15)
+    if "second_derivative" in phi.capabilities:
+        v = rng.standard_normal(n)
+        np.testing.assert_allclose(term.hessp(z, v), 0.7 * c * phi.second_derivative(y * z) * v,
+                                   rtol=1e-13, atol=1e-15)
+    if "prox" in phi.capabilities:
+        t = 0.3
+        p = term.prox(z, t)
+        np.testing.assert_allclose(p, y * phi.prox(y * z, t * 0.7 * c), rtol=1e-13, atol=1e-15)
+        np.testing.assert_array_equal(p[:2], z[:2])
+    check_term(term, z, rng=np.random.default_rng(0))  # finite differences, prox optimality
+    with pytest.raises(InvalidInputError, match="sample_weight"):
+        MarginLossTerm(x, y, loss, sample_weight=-c)
+    with pytest.raises(InvalidInputError, match="sample_weight"):
+        MarginLossTerm(x, y, loss, sample_weight=c[:-1])

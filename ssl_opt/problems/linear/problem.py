@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from functools import cached_property
 
 import numpy as np
+import scipy.sparse.linalg as spla
 from scipy.optimize import brentq
 from scipy.special import expit, xlogy
 
@@ -35,7 +35,10 @@ from ssl_opt._validation import (
 )
 from ssl_opt.components import MarginLoss, SquaredHinge
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.problems.base import NonConvexProblem, Problem, Structure
+from ssl_opt.modeling.expressions import Variable, matmul
+from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.terms import MarginLossTerm, Ridge
+from ssl_opt.problems.base import NonConvexProblem, Structure
 from ssl_opt.problems.linear.design import LinearDesign, is_dask_array
 from ssl_opt.solvers import Option
 
@@ -89,8 +92,14 @@ class _DesignCosts:
             "X on the workers: the client holds O(n) vectors")
 
 
-class LinearSVM(_DesignCosts, Problem):
+class LinearSVM(_DesignCosts, Model):
     """L2-SVM ``J(w) = λ/2‖w‖² + ½ Σ_i c_i max(0, 1 − y_i w̃ᵀx̃_i)²`` [001 eq. 2].
+
+    A named model (docs/design.md §2a): ``MarginLossTerm(X̃ @ w, y, SquaredHinge(), ½,
+    sample_weight=c) + Ridge(w, λ/2)`` in the one variable ``w`` (the bias last), so its
+    certificate (``stationarity``, from the terms), its CVXPY reference and the generic solvers
+    are the model's; ``mfn`` reads the design. ``X̃ @ w`` is ``X @ w[:d] + 1 w[d]`` (X is never
+    copied), or products through the design when X is distributed.
 
     Parameters
     ----------
@@ -107,7 +116,7 @@ class LinearSVM(_DesignCosts, Problem):
     """
 
     family = "linear"
-    residual_tolerances = {"stationarity": "stationarity"}
+    residual_tolerances = {"stationarity": "stationarity"}  # unconstrained: no feasibility
     loss = L2_LOSS
 
     def __init__(self, X, y, lam, cost=None, bias=True):
@@ -122,7 +131,12 @@ class LinearSVM(_DesignCosts, Problem):
         self.cost = self._check_cost(cost, y.size)
         self.bias = design.bias
         self.l = y.size
-        self._freeze()
+        w = Variable("w", (design.dim,))
+        f = design_outputs(design, w)
+        weights = None if np.all(self.cost == 1.0) else self.cost
+        super().__init__([MarginLossTerm(f, y, self.loss, 0.5, sample_weight=weights),
+                          Ridge(w, 0.5 * self.lam)],
+                         prediction=f, name="linear-svm", unique_prediction=True)
 
     @staticmethod
     def _check_cost(cost, l: int) -> np.ndarray:
@@ -141,66 +155,28 @@ class LinearSVM(_DesignCosts, Problem):
         return c
 
     @property
-    def variables(self) -> dict[str, tuple[int, ...]]:
-        return {"w": (self.design.dim,)}
-
-    @property
     def structure(self) -> Structure:
         sizes = {"n": self.l, "l": self.l, "d": self.design.d, "nnz": self.design.nnz}
         return Structure(self.family, "l2svm", True, True, self.loss.program_class, sizes,
                          self.design.sparse)
 
-    def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model` in ``w`` (d,) and ``b``
-        (docs/design.md §6): ``λ/2(‖w‖² + b²) + ½ Σ_i c_i max(0, 1 − y_i f_i)²``, ``f = Xw + b``
-        — squared-hinge ``MarginLossTerm``s (weight c/2, one per distinct cost) + ``Ridge(w, λ/2)
-        + Ridge(b, λ/2)``, the bias regularized like w, as in SVMlin."""
-        from ssl_opt.modeling import MarginLossTerm, Model, Ridge, Variable, matmul
-
-        w = Variable("w", (self.design.d,))
-        f = matmul(self.design.X, w)
-        b = Variable("b") if self.bias else None
-        if b is not None:
-            f = f + b
-        terms = []
-        for c in np.unique(self.cost):
-            rows = np.flatnonzero(self.cost == c)
-            on = (f, self.y) if rows.size == self.y.size else (f[rows], self.y[rows])
-            terms.append(MarginLossTerm(*on, SquaredHinge(), 0.5 * c))
-        terms.append(Ridge(w, 0.5 * self.lam))
-        if b is not None:
-            terms.append(Ridge(b, 0.5 * self.lam))
-        return Model(terms, prediction=f, name="linear-svm", unique_prediction=True)
+    def as_model(self) -> LinearSVM:
+        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
+        return self
 
     def outputs(self, w: np.ndarray) -> np.ndarray:
         return self.design.matvec(w)
 
-    def objective(self, x) -> float:
-        w = self.unpack(x)["w"]
-        m = self.y * self.outputs(w)
-        return float(0.5 * self.lam * w @ w + 0.5 * self.cost @ self.loss.value(m))
 
-    def gradient(self, x) -> dict[str, np.ndarray]:
-        """``{"w": λw + X̃_jᵀ C_j (X̃_j w − y_j)}`` over the active set
-        ``j = {i : y_i o_i < 1}``."""
-        w = self.unpack(x)["w"]
-        slack = np.maximum(0.0, 1.0 - self.y * self.outputs(w))
-        return {"w": self.lam * w - self.design.rmatvec(self.cost * self.y * slack)}
-
-    @cached_property
-    def gradient_scale(self) -> float:
-        """``max(1, ‖∇J(0)‖)``: the stationarity residual is relative to this."""
-        return float(max(1.0, np.linalg.norm(self.design.rmatvec(self.cost * self.y))))
-
-    def _kkt(self, x) -> dict[str, float]:
-        w = self.unpack(x)["w"]
-        if not np.all(np.isfinite(w)):
-            return {"stationarity": float("inf")}
-        return {"stationarity": float(np.linalg.norm(self.gradient(x)["w"]))
-                / self.gradient_scale}
-
-    def prediction(self, x) -> np.ndarray:
-        return self.outputs(self.unpack(x)["w"])
+def design_outputs(design: LinearDesign, w: Variable):
+    """``X̃ @ w`` as an expression: ``X @ w[:d] (+ 1 w[d])`` on X in memory, products through the
+    design (a :class:`~scipy.sparse.linalg.LinearOperator`, no CVXPY form) when it is not."""
+    if not design.in_memory:
+        return matmul(spla.LinearOperator((design.n, design.dim), matvec=design.matvec,
+                                          rmatvec=design.rmatvec, dtype=np.float64), w)
+    if not design.bias:
+        return matmul(design.X, w)
+    return matmul(design.X, w[: design.d]) + matmul(np.ones((design.n, 1)), w[design.d:])
 
 
 class _Transductive(_DesignCosts, NonConvexProblem):

@@ -12,6 +12,7 @@ from ssl_opt.modeling.patterns import (
     NoMatch,
     bare,
     is_prefix,
+    label,
     model_output,
     no_constraints,
     no_counterpart,
@@ -88,6 +89,9 @@ def lower_lapsvm(model: Model):
                           "outputs f of the loss term, weight > 0); this model has none")
     if loss.weight <= 0:
         raise NoMatch("the loss term has weight 0; LapSVM needs a positive loss weight")
+    if loss.sample_weight is not None:
+        raise NoMatch(f"{label(loss)} weighs the labeled points differently; LapSVM has one "
+                      "loss weight")
     w = float(loss.weight)
     gamma_A, gamma_I = rkhs.weight / w, graph.weight / w
     if loss.loss == Square():
@@ -107,6 +111,3 @@ def lower_lapsvm(model: Model):
                 "b": np.asarray(x[b.name] if b is not None else 0.0, dtype=np.float64)}
 
     return Lowering(problem, to_model, from_model, scale=2.0 * w)
-
-
-# -------------------------------------------------------------------------- LinearSVM
