@@ -439,8 +439,8 @@ def main(argv=None) -> int:
               f"all rows labeled, nnz={X.nnz}")
         print("   objective lam/2 |w|^2 + 1/2 sum max(0, 1 - y x~'w)^2 with unit costs; liblinear "
               "minimizes C times it plus a constant factor (C = 1/(2 lam)); w_lib = [coef_, "
-              "intercept_]; stationarity = problem.kkt(w)['stationarity'] (|grad| / max(1, "
-              "|grad J(0)|))")
+              "intercept_]; stationarity = problem.kkt(w)['stationarity'] (the model's: "
+              "|grad|_inf / max(1, |lam w|_inf, |X~'(c y slack)|_inf))")
         print(f"   lambda = {lams[0]:g} is the primary setting (C = {1 / (2 * lams[0]):g})")
         print()
         targets += print_svm_results(svm_results, X, n, d, args)
