@@ -17,6 +17,8 @@ import argparse
 import os
 import time
 
+import _source_tree  # noqa: F401  (the tree's ssl_opt, not an installed copy)
+
 from ssl_opt import registry
 from ssl_opt.plugins.linear.mfn import MFN, mfn
 
