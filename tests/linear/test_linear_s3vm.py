@@ -1079,3 +1079,24 @@ def test_mfn_meets_the_model_certificate_at_any_gradient_scale():
     sol = ssl_opt.solve(problem, solver="mfn")
     assert sol.status == OPTIMAL
     assert problem.kkt(sol)["stationarity"] <= 1e-7
+
+
+@pytest.mark.parametrize("kind", ["tsvm", "da"])
+def test_transductive_stationarity_is_the_inner_models_certificate(kind):
+    """TSVM's and DA's ``stationarity`` is a view of the one certificate: the model certificate
+    of their convex inner problem (a LinearSVM with the labels or ``p`` fixed; DA's lists every
+    unlabeled row twice), computed here through that model, at arbitrary points."""
+    data = gaussian_blobs(n=40, n_labeled=10, d=4, seed=6)
+    rng = np.random.default_rng(6)
+    for bias in (True, False):
+        if kind == "tsvm":
+            problem = TSVM(data.X, data.y, 0.3, 0.7, bias=bias)
+            second = {"y_u": np.where(rng.random(problem.u) < 0.5, 1.0, -1.0)}
+        else:
+            problem = DAS3VM(data.X, data.y, 0.3, 0.7, bias=bias)
+            second = {"p": rng.random(problem.u), "T": np.array(0.0)}
+        for _ in range(3):
+            x = {"w": rng.normal(0.0, 1.0, problem.design.dim), **second}
+            inner = problem.inner_problem(x)
+            by_model = inner.kkt({"w": x["w"]})["stationarity"]
+            assert _rel(problem.kkt(x)["stationarity"], by_model) < 1e-12

@@ -257,20 +257,20 @@ class _Transductive(_DesignCosts, NonConvexProblem):
     def prediction(self, x) -> np.ndarray:
         return self.outputs(self.unpack(x)["w"])
 
-    def _w_gradient(self, w, o, v_u) -> np.ndarray:
-        """``∂J/∂w = λw + X̃ᵀv`` with ``v = ∂J/∂o``: ``−y_i (1 − y_i o_i)₊ / l`` on the labeled
-        rows and the given unlabeled part ``v_u``."""
+    def _loss_gradient(self, o, v_u) -> np.ndarray:
+        """``X̃ᵀv`` with ``v = ∂J/∂o``: ``−y_i (1 − y_i o_i)₊ / l`` on the labeled rows and the
+        given unlabeled part ``v_u`` (the loss's part of ``∂J/∂w = λw + X̃ᵀv``)."""
         y_l = self.y
         v = np.concatenate([-y_l * np.maximum(0.0, 1.0 - y_l * o[: self.l]) / self.l, v_u])
-        return self.lam * w + self.design.rmatvec(v)
+        return self.design.rmatvec(v)
 
-    def _inner_stationarity(self, w, o, v_u, v_u0) -> float:
-        """Relative gradient norm in ``w`` given the unlabeled part ``v_u`` of ``∂J/∂o``."""
-        y_l = self.y
-        g = self._w_gradient(w, o, v_u)
-        v0 = np.concatenate([-y_l / self.l, v_u0])
-        scale = max(1.0, float(np.linalg.norm(self.design.rmatvec(v0))))
-        return float(np.linalg.norm(g)) / scale
+    def _inner_stationarity(self, w, o, v_u) -> float:
+        """The stationarity of the inner :class:`LinearSVM` (labels or ``p`` fixed) as its
+        model certificate measures it: ``‖λw + X̃ᵀv‖∞ / max(1, ‖λw‖∞, ‖X̃ᵀv‖∞)``, the gradient
+        over the largest gradient of its two terms (the loss and the ridge)."""
+        loss_part, ridge_part = self._loss_gradient(o, v_u), self.lam * w
+        scale = max(1.0, float(np.max(np.abs(loss_part))), float(np.max(np.abs(ridge_part))))
+        return float(np.max(np.abs(loss_part + ridge_part))) / scale
 
 
 class TSVM(_Transductive):
@@ -314,7 +314,8 @@ class TSVM(_Transductive):
         return LinearSVM(self.design, np.concatenate([self.y, y_u]), self.lam, cost, self.bias)
 
     def _kkt(self, x) -> dict[str, float]:
-        """``stationarity`` of ``w`` for the labels; ``switch_gain``: the objective decrease of the
+        """``stationarity`` of ``w`` for the labels (the model certificate of
+        :meth:`inner_problem`, a view of it); ``switch_gain``: the objective decrease of the
         best label-pair switch at fixed ``w`` relative to ``max(1, J)`` (0: no improving pair);
         ``balance``: ``|#positives − round(r·u)| / u``; ``integrality``: ``max ||ŷ| − 1|``."""
         v = self.unpack(x)
@@ -325,7 +326,7 @@ class TSVM(_Transductive):
         o_u = o[self.l:]
         c_u = self.lam_u / self.u
         v_u = -c_u * y_u * np.maximum(0.0, 1.0 - y_u * o_u)
-        stat = self._inner_stationarity(w, o, v_u, -c_u * y_u)
+        stat = self._inner_stationarity(w, o, v_u)
         pos, neg = y_u > 0, y_u < 0
         gain = 0.0
         if pos.any() and neg.any():
@@ -392,7 +393,7 @@ class DAS3VM(_Transductive):
         o = self.outputs(w)
         o_u = o[self.l:]
         c = self.lam_u / self.u
-        return {"w": self._w_gradient(w, o, self.unlabeled_output_gradient(p, o_u)),
+        return {"w": self.lam * w + self._loss_gradient(o, self.unlabeled_output_gradient(p, o_u)),
                 "p": 0.5 * c * self.loss_difference(o_u)}
 
     def annealing_objective(self, x, T: float) -> float:
@@ -439,7 +440,8 @@ class DAS3VM(_Transductive):
         return None
 
     def _kkt(self, x, T: float | None) -> dict[str, float]:
-        """``stationarity`` of ``w`` for fixed ``p``; ``p_optimality``: ``max|p − p*(w)|`` with the
+        """``stationarity`` of ``w`` for fixed ``p`` (the model certificate of
+        :meth:`inner_problem`, a view of it); ``p_optimality``: ``max|p − p*(w)|`` with the
         closed form at temperature ``T`` (from ``x["T"]`` unless given), or at ``T = 0`` the
         relative gap of the linear program ``min_p Σ p_j g_j`` over the balanced box;
         ``balance``: ``|mean(p) − r|``; ``p_bounds``: distance of ``p`` outside [0, 1]."""
@@ -452,7 +454,7 @@ class DAS3VM(_Transductive):
         o_u = o[self.l:]
         c = self.lam_u / self.u
         v_u = self.unlabeled_output_gradient(p, o_u)
-        stat = self._inner_stationarity(w, o, v_u, c * (1 - 2 * p))
+        stat = self._inner_stationarity(w, o, v_u)
         if T is not None and T > 0:
             p_opt = float(np.max(np.abs(p - self.closed_form_p(o_u, T))))
         else:
