@@ -1100,3 +1100,20 @@ def test_transductive_stationarity_is_the_inner_models_certificate(kind):
             inner = problem.inner_problem(x)
             by_model = inner.kkt({"w": x["w"]})["stationarity"]
             assert _rel(problem.kkt(x)["stationarity"], by_model) < 1e-12
+
+
+@pytest.mark.parametrize("d", [1, 3])
+def test_the_named_form_lowers_in_either_order(d):
+    """``1 w[d] + X @ w[:d]`` is the named LinearSVM's outputs written the other way round (and
+    with one feature, where both parts read one entry of w): mfn applies through the lowering
+    and reaches the CVXPY optimum of the model as written."""
+    from ssl_opt.modeling import MarginLossTerm, Model, Ridge, Variable, matmul
+
+    X, y, _ = _svm_instance(13, n=30, d=d)
+    w = Variable("w", (d + 1,))
+    f = matmul(np.ones((30, 1)), w[d:]) + matmul(X, w[:d])
+    model = Model([MarginLossTerm(f, y, "squared_hinge", 0.5), Ridge(w, 0.05)])
+    sol = ssl_opt.solve(model, solver="mfn")
+    ref = ssl_opt.solve(model, solver="cvxpy")
+    assert sol.info["lowered_to"] == "LinearSVM"
+    assert _rel(sol.objective, ref.objective) < 1e-9

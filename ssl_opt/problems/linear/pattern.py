@@ -50,8 +50,9 @@ def augmented_output(expr) -> tuple[np.ndarray | None, Variable, object] | None:
     if not all(len(o) == 2 and isinstance(o[0], MatMul) and isinstance(o[1], Rows)
                for o in ops):
         return None
-    (x_mat, x_rows), (one_mat, one_rows) = sorted(ops, key=lambda o: len(o[1].index),
-                                                  reverse=True)
+    # The bias part reads w[d:], the data part w[:d] (told apart by their rows of w, whatever
+    # the order the expression was written in).
+    (one_mat, one_rows), (x_mat, x_rows) = sorted(ops, key=lambda o: o[1].index[0] != d)
     ones = one_mat.M
     if (not np.array_equal(x_rows.index, np.arange(d)) or not np.array_equal(one_rows.index, [d])
             or isinstance(ones, spla.LinearOperator) or ones.shape != (x_mat.M.shape[0], 1)
