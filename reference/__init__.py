@@ -1,11 +1,10 @@
 """Reference backend (installed as ``ssl_opt.reference``): exact CVXPY programs."""
 
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.reference import ere, linear, manifold, model, npkl, one_vs_rest
+from ssl_opt.reference import linear, manifold, model, npkl, one_vs_rest
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 
-PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear.PRIMAL, npkl.PRIMAL,
-                       *ere.FORMULATIONS, model.FORMULATION]
+PRIMAL_FORMULATIONS = [manifold.PRIMAL, linear.PRIMAL, npkl.PRIMAL, model.FORMULATION]
 PRIMAL_FORMULATIONS.append(one_vs_rest.formulation(PRIMAL_FORMULATIONS))
 DUAL_FORMULATIONS = [manifold.DUAL]
 

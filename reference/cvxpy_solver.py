@@ -30,6 +30,11 @@ def installed_cvxpy_solver(value, name: str) -> str:
     return value.upper()
 
 
+#: The key of a formulation's recovered dict that holds the multipliers of the problem's
+#: non-smooth terms and constraints, which the solution carries in ``info["multipliers"]``.
+MULTIPLIERS = "__multipliers__"
+
+
 @dataclass(frozen=True)
 class Formulation:
     problem_type: type
@@ -104,8 +109,10 @@ class CvxpyReference(Solver):
                                       time_limit=time_limit, retries=retries, verbose=verbose)
         if outcome.attempt is None:
             return failed_solution(problem, outcome.reason, outcome)
+        x = dict(outcome.value)
+        extra = {"multipliers": x.pop(MULTIPLIERS)} if MULTIPLIERS in x else {}
         return Solution(
-            x=outcome.value,
+            x=x,
             objective=float("nan"),
             status=OPTIMAL if outcome.optimal else INACCURATE,
             iterations=outcome.stats["iterations"],
@@ -118,6 +125,7 @@ class CvxpyReference(Solver):
                 **attempt_info(outcome),
                 "solve_time": outcome.stats["solve_time"],
                 "duality_gap": outcome.stats["duality_gap"],
+                **extra,
             },
         )
 

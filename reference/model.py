@@ -2,6 +2,16 @@
 (docs/design.md §6): ``minimize Σ_k term_k.cvxpy(A_k x)`` subject to every constraint's CVXPY
 form. A new term or constraint gets the reference with no other code.
 
+A sum of row norms ``Σ_i w_i ‖z_i‖₂`` (``GroupNorms`` of a matrix, ``GraphTV`` with
+``norm="l2"``: a term whose ``norm_structure`` has rows of several entries) is written with its
+epigraph, ``Σ_i w_i t_i`` with ``cp.SOC(t, z, axis=1)``, the program CVXPY would build for the
+atom anyway; the cone's dual values give the term's multipliers ``u_i = −w_i Λ_i/λ_i``
+(CVXPY's Lagrangian subtracts ``⟨(λ, Λ), (t, z)⟩``), which the solution carries in
+``info["multipliers"]`` for the certificate to start from (never trusted as such: any start
+only bounds its minimization from above). Without them the certificate's minimization from 0
+needs more than its 2,000 iterations on graph-TV models whose kinked edges form large
+components (robust ERE on 300 points: 1.5e-3 after 2,000 iterations, 4.6e-9 after 20,000).
+
 Kernel variables are reparameterized: a variable α that enters only through ``K α`` (K a dense
 symmetric matrix, the same everywhere) and through RKHS terms ``αᵀKα`` is replaced by
 ``h = Rᵀα`` with ``K = RRᵀ``, so that ``Kα = R h`` and ``αᵀKα = ‖h‖²`` — the same problem, well
@@ -18,7 +28,7 @@ from ssl_opt.modeling.expressions import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import QuadraticForm
 from ssl_opt.numerics.factor import psd_factor
-from ssl_opt.reference.cvxpy_solver import Formulation
+from ssl_opt.reference.cvxpy_solver import MULTIPLIERS, Formulation
 
 #: Eigenvalues of K below this fraction of the largest are dropped from its factor.
 KERNEL_RTOL = 1e-13
@@ -47,9 +57,15 @@ def build(model: Model):
         shape = (R.shape[1],) + model.variables[name][1:]
         factors[name] = (K, R, to_alpha, cp.Variable(shape, name=f"{name}_h"))
     objective = 0
-    for term in model.terms:
+    cones = {}
+    for k, term in enumerate(model.terms):
         name = _rkhs_of(term, factors)
-        if name is not None:
+        rows = _row_norm_weights(term)
+        if rows is not None:
+            t = cp.Variable(rows.size, name=f"t_{k}")
+            cones[k] = cp.SOC(t, _argument(term.argument, handles, factors), axis=1)
+            objective = objective + rows @ t
+        elif name is not None:
             objective = objective + term.weight * cp.sum_squares(factors[name][3])
         elif isinstance(term, QuadraticForm) and any(v.name in factors
                                                       for v in term.argument.variables):
@@ -58,14 +74,14 @@ def build(model: Model):
                                                dense_argument=True)
         else:
             objective = objective + term.cvxpy(_argument(term.argument, handles, factors))
-    constraints = []
+    constraints = list(cones.values())
     for c in model.constraints:
         constraints.extend(c.cvxpy(_argument(c.argument, handles, factors)))
-    return cp.Problem(cp.Minimize(objective), constraints), (handles, factors)
+    return cp.Problem(cp.Minimize(objective), constraints), (handles, factors, cones)
 
 
 def recover(model: Model, state) -> dict[str, np.ndarray]:
-    handles, factors = state
+    handles, factors, cones = state
     out = {}
     for name, h in handles.items():
         if name in factors:
@@ -73,7 +89,40 @@ def recover(model: Model, state) -> dict[str, np.ndarray]:
         else:
             value = np.asarray(h.value, dtype=np.float64)
         out[name] = value.reshape(model.variables[name])
+    if cones:
+        out[MULTIPLIERS] = _multipliers(model, cones)
     return out
+
+
+def _row_norm_weights(term) -> np.ndarray | None:
+    """The row weights ``w`` of a term that is ``Σ_i w_i ‖z_i‖₂`` over the rows of a matrix
+    argument (rows of several entries), else None."""
+    if "norm_structure" not in term.capabilities or term.program_class != "SOCP":
+        return None
+    w, size, rho = term.norm_structure()
+    if size < 2 or rho != 0.0 or len(term.shape) != 2 or term.shape[1] != size:
+        return None
+    return np.asarray(w, dtype=np.float64)
+
+
+def _multipliers(model: Model, cones: dict) -> list[np.ndarray]:
+    """One array per non-smooth term and constraint (the certificate's order): ``−w_i Λ_i/λ_i``
+    for the rows of an epigraph cone, zeros elsewhere."""
+    out = []
+    for k, term in enumerate(model.terms):
+        if term.smooth:
+            continue
+        u = np.zeros(term.shape)
+        cone = cones.get(k)
+        if cone is not None and cone.dual_value is not None:
+            lam, Lam = cone.dual_value
+            lam = np.asarray(lam, dtype=np.float64).reshape(-1)
+            Lam = np.asarray(Lam, dtype=np.float64).reshape(term.shape)
+            w = _row_norm_weights(term)
+            positive = lam > 0
+            u[positive] = -(w[positive] / lam[positive])[:, None] * Lam[positive]
+        out.append(u)
+    return out + [np.zeros(c.shape) for c in model.constraints]
 
 
 def _argument(expr, handles, factors):

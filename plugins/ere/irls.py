@@ -35,9 +35,11 @@ a fixed-point iteration with:
 * **Kink-set polish** (sums of scalar norms only) — at stage ends with δ ≤ POLISH_DELTA·σ²,
   the minimizer with the identified zero set and signs fixed, one linear solve
   (:mod:`ssl_opt.plugins.ere.polish`), returned when certified (``info["polished"]``).
-* **Stopping, never early** — only when the problem's own certificate holds
-  (``problem.kkt``: ``subgradient ≤ kkt_tol`` with the (near-)zero groups' multipliers
-  optimized, and ``kink_slack ≤ gap_tol``): at an extrapolated point as above, or in the final
+* **Stopping, never early** — only when the stopping test holds
+  (:mod:`ssl_opt.plugins.ere.stopping`, per coordinate: ``subgradient ≤ kkt_tol`` with the
+  (near-)zero groups' multipliers optimized, and ``kink_slack ≤ gap_tol``) and the model
+  certificate from the test's multipliers too (``stationarity ≤`` its iterative tolerance,
+  1e-6): at an extrapolated point as above, or in the final
   stage (δ = ``delta_min·σ²``) when the true objective's relative change is below ``tol`` and
   the smoothed stationarity below ``kkt_tol`` (or the stage is at its numerical floor), after a
   free estimate of the kink slack with the smoothed multipliers. Otherwise δ is lowered
@@ -73,17 +75,23 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
 from ssl_opt.plugins.ere.polish import polish_scalar_groups
+from ssl_opt.plugins.ere.stopping import (
+    CERTIFICATE_ITERS,
+    KINK_TOL,
+    certificate_multipliers,
+    stop_check,
+)
 from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from ssl_opt.problems.ere.groups import smoothed_multipliers, smoothed_norms, stationarity
 from ssl_opt.problems.ere.lrl import LRL
 from ssl_opt.problems.ere.problem import ERE
-from ssl_opt.problems.ere.sum_of_norms import CERTIFICATE_ITERS, KINK_TOL, SumOfNorms
+from ssl_opt.problems.ere.sum_of_norms import SumOfNorms
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver
 
 #: A stage is solved to its numerical floor after this many steps without progress.
 FLAT_STEPS = 10
-#: FISTA iterations of the solver's certificate checks (``problem.kkt(..., iterations=)``).
+#: FISTA iterations of the solver's stopping checks (:func:`stopping_residuals`).
 CHECK_ITERS = 100
 #: Sums of scalar norms: the kink-set polish is tried at the end of every stage with
 #: δ ≤ POLISH_DELTA·σ² (:mod:`ssl_opt.plugins.ere.polish`).
@@ -140,8 +148,8 @@ class IRLS(Solver):
     options = {
         "tol": Option(1e-9, "relative change of the true objective below which the final "
                       "stage checks the certificate", check_positive),
-        "kkt_tol": Option(1e-7, "stop when the subgradient residual (problem.kkt) is below this",
-                          check_positive),
+        "kkt_tol": Option(1e-7, "stop when the subgradient residual of the stopping test "
+                          "(plugins/ere/stopping.py) is below this", check_positive),
         "gap_tol": Option(5e-7, "... and its kink_slack (the objective excess of the groups "
                           "treated as zero, relative) below this", check_positive),
         "max_iter": Option(10_000, "IRLS steps at most (status MAX_ITERATIONS beyond)",
@@ -222,7 +230,7 @@ def _warm_start(problem, warm_start) -> tuple[np.ndarray | None, float | None]:
         if isinstance(problem, LRL):  # no flat form: checked, then unused
             x0 = np.concatenate([v.ravel() for v in problem.unpack(warm_start).values()])
         else:
-            x0 = problem.pack(warm_start)
+            x0 = problem.pack_vector(warm_start)
         # A previous IRLS solution says at which δ it ended: continue from there.
         info = getattr(warm_start, "info", {})
         values = getattr(warm_start, "x", warm_start)
@@ -257,13 +265,17 @@ def _certified_warm_start(solver, problem, warm_start, opts: IRLSOptions, warm_d
     values.pop("delta", None)  # certified as a point of the non-smooth problem
     if isinstance(problem, ERE):
         values = {**values, **_with_labels(problem, values)}
-    cert = problem.kkt(values, target=0.5 * opts.kkt_tol, iterations=CHECK_ITERS)
-    if not (cert["subgradient"] <= opts.kkt_tol and cert.get("kink_slack", 0.0) <= opts.gap_tol):
+    z = problem.pack_vector(values)
+    cert, ok, U, multipliers = stop_check(problem, z, values, opts.kkt_tol, opts.gap_tol,
+                                           CHECK_ITERS)
+    if not ok:
         return None
     x = {k: np.array(v, dtype=np.float64) for k, v in values.items()}
+    x.update(problem.groups.multipliers(U))
+    info = {"warm_start_certified": True, "delta": warm_delta, "last_certificate": dict(cert),
+            "multipliers": multipliers}
     return Solution(x, problem.objective(x), OPTIMAL, 0, 0.0, solver.backend, solver.name,
-                    History(), info={"warm_start_certified": True, "delta": warm_delta,
-                                     "last_certificate": dict(cert)})
+                    History(), info=info)
 
 
 def _with_labels(problem: ERE, warm_start) -> dict:
@@ -294,9 +306,11 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         # optimal with zero multipliers (e.g. ERE with a single class: F ≡ 1, W = 0).
         point = problem.unpack_vector(st.x)
         point.update(groups.multipliers(np.zeros_like(st.g)))
-        cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=CHECK_ITERS)
-        if cert["subgradient"] <= kkt_tol and cert.get("kink_slack", 0.0) <= gap_tol:
+        cert, ok, _, multipliers = stop_check(problem, st.x, point, kkt_tol, gap_tol,
+                                               CHECK_ITERS)
+        if ok:
             info = _run_info(step, sigma, delta=None, stages=0, checks=1, last_cert=cert)
+            info["multipliers"] = multipliers
             return Solution(point, st.phi, OPTIMAL, 0, 0.0, solver.backend, solver.name,
                             history, info=info)
         sigma = groups.value_scale
@@ -315,16 +329,18 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
     stage_ends, extrap, result = [], [], None
     can_polish = isinstance(problem, SumOfNorms) and problem.k == 1
     polished, last_pattern = False, None
+    certified_U = None
 
     def certificate(x, U, delta, iterations=CHECK_ITERS):
-        nonlocal checks
+        nonlocal checks, certified_U
         checks += 1
         point = problem.unpack_vector(x)
         point.update(groups.multipliers(U))
         if delta is not None:
             point["delta"] = np.array(delta)
-        cert = problem.kkt(point, target=0.5 * kkt_tol, iterations=iterations)
-        ok = cert["subgradient"] <= kkt_tol and cert.get("kink_slack", 0.0) <= gap_tol
+        cert, ok, U_test, _ = stop_check(problem, x, point, kkt_tol, gap_tol, iterations)
+        if ok:  # the multipliers that attain the residual: where the certificate starts
+            certified_U = U_test
         return cert, ok
 
     def polish():
@@ -462,6 +478,8 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         extrapolated = any(e[2] == phi for e in extrap)
     else:
         x, phi, delta, U = st.x, st.phi, st.delta, st.U
+    if status == OPTIMAL and certified_U is not None:
+        U = certified_U
     out = problem.unpack_vector(x)
     out.update(groups.multipliers(U))
     if not extrapolated and x is st.x and st.r <= kkt_tol:
@@ -472,6 +490,8 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
     info = _run_info(step, sigma, delta=delta, stages=len(stage_ends) + 1, checks=checks,
                      last_cert=last_cert, extrapolated=extrapolated, polished=polished,
                      violations=int(violations), aa=aa, extrapolations=extrap)
+    if U is not None:
+        info["multipliers"] = certificate_multipliers(problem, x, U)
     return Solution(out, phi, status, it, 0.0, solver.backend, solver.name, history, info=info)
 
 

@@ -37,7 +37,11 @@ from ssl_opt.modeling.term import Constraint
 
 
 def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: float = 1e-10,
-                 verbose: bool = False, complementarity: str = "measured") -> dict[str, float]:
+                 verbose: bool = False, complementarity: str = "measured",
+                 target: float = 0.0) -> dict[str, float]:
+    """The certificate of the module docstring; ``target`` > 0 (a solver's check, not
+    ``kkt``) stops the minimization once the residual is below ``target`` relative to the
+    smooth terms' scale (never below what is reported: the reported scale is at least that)."""
     values = model.unpack(x)
     out: dict[str, float] = {}
     if model.constraints:
@@ -76,7 +80,7 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
     # The step 1/‖A‖² of the minimization, shared by both passes (power iteration, once).
     step = (0.0 if max_iter == 0 else
             1.0 / max(_norm_squared(pull, push, [np.zeros(t.shape) for t in free]), 1e-300))
-    maps = (fixed, pull, push, step, fixed_scale, max_iter, tol, verbose)
+    maps = (fixed, pull, push, step, fixed_scale, max_iter, tol, verbose, target)
     best_u, best = _minimize(projector(0.0), start, *maps)
     result = _finish(dict(out), model, free, best_u, best, fixed_scale)
     if (complementarity == "measured" and result["stationarity"] > kink_tol
@@ -89,11 +93,13 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
     return result
 
 
-def _minimize(project, start, fixed, pull, push, step, fixed_scale, max_iter, tol, verbose):
+def _minimize(project, start, fixed, pull, push, step, fixed_scale, max_iter, tol, verbose,
+              target=0.0):
     """``(u, ‖r(u)‖∞)``: the best multipliers found from ``start`` (module docstring)."""
     u = project(start)
     best_u, best = u, _sup(fixed + pull(u))
-    if max_iter == 0:  # the residual at the given multipliers only: an upper bound
+    goal = target * max(1.0, fixed_scale)
+    if max_iter == 0 or best <= goal:  # at the given multipliers only: an upper bound
         return best_u, best
     y, t_k, previous = u, 1.0, np.inf
     for it in range(max_iter):
@@ -113,11 +119,11 @@ def _minimize(project, start, fixed, pull, push, step, fixed_scale, max_iter, to
         t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k))
         y = [a + ((t_k - 1.0) / t_next) * (a - b) for a, b in zip(new, u, strict=True)]
         u, t_k = new, t_next
-        if abs(previous - value) <= tol * max(value, 1e-300) or sup <= 1e-15 * max(1.0,
-                                                                                    fixed_scale):
+        if (abs(previous - value) <= tol * max(value, 1e-300) or best <= goal
+                or sup <= 1e-15 * max(1.0, fixed_scale)):
             break
         previous = value
-    if best > 1e-12 * max(1.0, fixed_scale):
+    if best > max(goal, 1e-12 * max(1.0, fixed_scale)):
         best_u, best = _refine(best_u, best, fixed, pull, push, project)
     return best_u, best
 

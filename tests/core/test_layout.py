@@ -54,7 +54,13 @@ def test_every_family_has_a_problem_a_reference_fast_solvers_and_examples():
             assert not (ROOT / "plugins" / family).exists()
             assert not (ROOT / "reference" / f"{family}.py").exists()
             continue
-        importlib.import_module(f"ssl_opt.reference.{family}")
+        if (ROOT / "reference" / f"{family}.py").exists():
+            importlib.import_module(f"ssl_opt.reference.{family}")
+        else:  # a family of named models has the model's reference, from the terms
+            problems = [e.build() for e in registry.examples() if e.family == family]
+            assert problems and all(isinstance(p, Model) for p in problems), family
+            assert "cvxpy" in {s.name for s in solvers.values()
+                               if all(s.supports(p) for p in problems)}
         fast = [s for s in solvers.values()
                 if s.backend == "fast" and type(s).__module__.startswith(
                     f"ssl_opt.plugins.{family}.")]

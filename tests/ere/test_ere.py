@@ -11,6 +11,7 @@ differences, and brute-force minimization over a grid of subgradients.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 
 import cvxpy as cp
@@ -22,6 +23,7 @@ from sklearn.metrics import f1_score
 import ssl_opt
 from ssl_opt.builders import knn_graph
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.plugins.ere.stopping import stopping_residuals
 from ssl_opt.problems import ERE, LRL, SumOfNorms
 from ssl_opt.problems.ere.examples import clusters_with_outliers, elongated_gaussians
 from ssl_opt.reference.attempts import solve_until_optimal
@@ -168,8 +170,8 @@ def test_objective_matches_numpy(robust):
     assert _rel(problem.objective(x), expected) < 1e-12
     if robust:
         son = problem.as_sum_of_norms()
-        assert _rel(son.objective({"x": problem.pack(x)}), expected) < 1e-12
-        back = problem.unpack_vector(problem.pack(x))
+        assert _rel(son.objective({"x": problem.pack_vector(x)}), expected) < 1e-12
+        back = problem.unpack_vector(problem.pack_vector(x))
         for key in x:
             np.testing.assert_array_equal(back[key], x[key])
     lrl = LRL(data.X, data.A, data.Y, problem.alpha, problem.beta)
@@ -189,13 +191,13 @@ def test_adjoint_forward_and_smoothed_gradient_by_finite_differences():
     assert _rel(np.sum(groups.forward(z) * U), z @ groups.adjoint(U)) < 1e-12
     x = problem.unpack_vector(rng.standard_normal(nvar))
     delta = 1e-2
-    g = groups.values(problem.pack(x))
+    g = groups.values(problem.pack_vector(x))
     grad = np.zeros(nvar)
     uc, dc = problem.u * problem.c, problem.d * problem.c
     grad[uc:uc + dc] = 2 * problem.beta * x["W"].ravel()
     grad += groups.adjoint(g / np.sqrt((g**2).sum(1) + delta)[:, None])
     h = 1e-6
-    x0 = problem.pack(x)
+    x0 = problem.pack_vector(x)
     for _ in range(3):
         e = rng.standard_normal(nvar)
         fp = problem.smoothed_objective(problem.unpack_vector(x0 + h * e), delta)
@@ -227,15 +229,21 @@ def test_structured_groups_equal_the_explicit_matrix():
     np.testing.assert_allclose(problem.groups.norm_scale, w @ col, rtol=1e-12)
     assert problem.groups.value_scale == son.groups.value_scale == 1.0
     assert _rel(problem.smooth_value(z), 0.5 * z @ (son.Q @ z)) < 1e-12
-    np.testing.assert_allclose(problem.smooth_gradient(z), son.Q @ z, rtol=1e-12)
-    # at a kinked optimum (free multipliers), with and without the solver's multipliers
-    x = dict(_irls("n80-heat").x, delta=np.array(1e-12))
+    np.testing.assert_allclose(problem.smooth_gradient_vector(z), son.Q @ z, rtol=1e-12)
+    # IRLS's stopping test on either form at a kinked optimum (free multipliers), with and
+    # without the solver's multipliers; and the two forms' model certificates agree
+    sol = _irls("n80-heat")
+    x = dict(sol.x, delta=np.array(1e-12))
     U = np.vstack([x["U_edges"], x["U_points"]])
-    point = {"x": problem.pack(x), "U": U, "delta": x["delta"]}
-    for option in ("auto", "recover"):
-        mine, generic = problem.kkt(x, multipliers=option), son.kkt(point, multipliers=option)
+    z = problem.pack_vector(x)
+    for mine_values, generic_values in ((x, {"U": U, "delta": x["delta"]}),
+                                        ({"delta": x["delta"]}, {"delta": x["delta"]})):
+        mine = stopping_residuals(problem, z, mine_values)
+        generic = stopping_residuals(son, z, generic_values)
         for name in ("subgradient", "kink_slack", "smoothed_stationarity"):
             assert _rel(mine[name], generic[name]) < 1e-9, (name, mine[name], generic[name])
+    assert problem.kkt(sol)["stationarity"] < 1e-6
+    assert son.kkt({"x": z})["stationarity"] < 1e-6
 
 
 # ------------------------------------------------------------- 1. IRLS vs an independent SOCP
@@ -256,6 +264,33 @@ def test_irls_matches_independent_socp(name):
     np.testing.assert_allclose(sol.x["W"], x_star["W"], atol=1e-3)
     cert = ssl_opt.certify(problem, sol)
     assert cert.passed, cert.report()
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_irls_multipliers_certify_in_the_models_convention(name):
+    """IRLS hands its multipliers to the model certificate (``info["multipliers"]``): the
+    residual at those multipliers alone (no minimization over the subgradients, an upper
+    bound) is within a few times the certificate's tolerance (IRLS's test counts a group at
+    its kink relative to the largest group of either term, the certificate relative to its
+    own term's), the full certificate passes, and a wrong scaling of them would not."""
+    _, problem = _case(name)
+    sol = _irls(name)
+    at_multipliers = problem.kkt(sol, max_iter=0)
+    assert at_multipliers["stationarity"] < 1e-5, at_multipliers
+    assert at_multipliers["labels_fixed"] == 0.0
+    assert problem.kkt(sol)["stationarity"] < 1e-6
+    doubled = dict(sol.info, multipliers=[2.0 * u for u in sol.info["multipliers"]])
+    assert problem.kkt(replace(sol, info=doubled), max_iter=0)["stationarity"] > 1e-3
+
+
+def test_irls_multipliers_certify_a_sum_of_norms():
+    """The same for a SumOfNorms (a Weber point of 6 points in the plane, groups of 2)."""
+    a = np.random.default_rng(3).standard_normal((6, 2))
+    son = SumOfNorms(sp.csr_matrix((2, 2)), np.zeros(2), np.tile(np.eye(2), (6, 1)),
+                     a.ravel(), 2, np.arange(1.0, 7.0))
+    sol = ssl_opt.solve(son, solver="irls")
+    assert sol.status == OPTIMAL
+    assert son.kkt(sol, max_iter=0)["stationarity"] < 1e-6
 
 
 def test_registered_reference_matches_independent_socp():
@@ -560,21 +595,28 @@ def test_weighted_median_on_a_line_and_weber_point_vs_cvxpy():
 
 
 def test_kkt_small_at_optimum_and_large_when_perturbed():
+    """The model certificate and IRLS's stopping test at the independent SOCP's optimum and at
+    perturbed points."""
     _, problem = _case("n100")
     _, x_star = _reference("n100")
     res = problem.kkt(x_star)
-    assert res["labels_fixed"] == 0.0
-    assert res["subgradient"] < 1e-5 and res["kink_slack"] < 1e-6
+    assert res["labels_fixed"] == res["feasibility"] == 0.0
+    assert res["stationarity"] < 1e-5  # an interior point's kinked groups are ~1e-7, not 0
+    test = stopping_residuals(problem, problem.pack_vector(x_star))
+    assert test["subgradient"] < 1e-5 and test["kink_slack"] < 1e-6
     rng = np.random.default_rng(5)
     bad = dict(x_star)
     bad["F"] = x_star["F"] + np.vstack([np.zeros_like(problem.Y),
                                         1e-2 * rng.standard_normal((problem.u, problem.c))])
-    assert problem.kkt(bad)["subgradient"] > 1e-3
+    assert problem.kkt(bad)["stationarity"] > 1e-3
+    assert stopping_residuals(problem, problem.pack_vector(bad))["subgradient"] > 1e-3
     bad = dict(x_star, W=x_star["W"] + 1e-2)
-    assert problem.kkt(bad)["subgradient"] > 1e-3
+    assert problem.kkt(bad)["stationarity"] > 1e-3
+    assert stopping_residuals(problem, problem.pack_vector(bad))["subgradient"] > 1e-3
     bad = dict(x_star, F=x_star["F"].copy())
     bad["F"][0, 0] += 0.5
-    assert problem.kkt(bad)["labels_fixed"] == pytest.approx(0.5)
+    res = problem.kkt(bad)
+    assert res["labels_fixed"] == res["feasibility"] == 0.5 / np.abs(bad["F"]).max()
 
 
 def test_subgradient_residual_at_a_kink_matches_brute_force():
@@ -596,12 +638,14 @@ def test_subgradient_residual_at_a_kink_matches_brute_force():
         U = (r[:, None, None] * np.stack([np.cos(t), np.sin(t)], -1)[None]).reshape(-1, 2)
         grid = np.abs(s + wk * U).max(axis=1).min() / scale
         at_2norm = np.abs(s * max(0.0, 1 - wk / np.linalg.norm(s))).max() / scale
-        res = son.kkt({"x": x})["subgradient"]
+        res = stopping_residuals(son, x)["subgradient"]
         assert grid - wk / 200 / scale - 1e-3 <= res <= at_2norm + 1e-8  # grid step wk/200
         if wk >= np.linalg.norm(s):
             assert res < 1e-8
+            assert son.kkt({"x": x})["stationarity"] < 1e-8
         else:
             assert res > 0.1
+            assert son.kkt({"x": x})["stationarity"] > 0.1 / 4  # one scale, not per coordinate
 
 
 # --------------------------------------------------------------------- 5. robustness (toy)
@@ -808,8 +852,8 @@ def test_problem_keeps_its_own_copies_of_the_data():
 
 @pytest.mark.parametrize("kwargs, match", [
     ({"kink_tol": -1.0}, "kink_tol"), ({"kink_tol": float("nan")}, "kink_tol"),
-    ({"multipliers": "bogus"}, "multipliers"), ({"iterations": -5}, "iterations"),
-    ({"target": -1.0}, "target"),
+    ({"complementarity": "bogus"}, "complementarity"), ({"max_iter": -5}, "max_iter"),
+    ({"tol": -1.0}, "tol"),
 ])
 def test_certificate_options_are_validated(kwargs, match):
     _, problem = _case("n60-kinked")
@@ -819,15 +863,16 @@ def test_certificate_options_are_validated(kwargs, match):
 
 
 def test_malformed_multipliers_are_a_clear_error():
+    """A warm start whose multipliers are malformed is refused, naming them."""
     _, problem = _case("n60-kinked")
     x = dict(_irls("n60-kinked").x)
     x["U_edges"] = np.zeros(3)
     with pytest.raises(InvalidInputError, match="U_edges"):
-        problem.kkt(x)
+        ssl_opt.solve(problem, solver="irls", warm_start=x)
     x = dict(_irls("n60-kinked").x)
     x["U_points"] = np.full_like(np.asarray(x["U_points"], dtype=float), np.nan)
     with pytest.raises(InvalidInputError, match="U_points"):
-        problem.kkt(x)
+        ssl_opt.solve(problem, solver="irls", warm_start=x)
 
 
 def test_warm_start_at_a_certified_optimum_takes_no_step():

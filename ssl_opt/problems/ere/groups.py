@@ -4,8 +4,8 @@ A problem of the form ::
 
     φ(z) = f(z) + Σ_i w_i ‖g_i(z)‖₂,     g(z) = Jz − h   (m groups of k values, w_i ≥ 0)
 
-over a flat variable ``z ∈ Rⁿ`` is described to the certificate
-(:func:`~ssl_opt.problems.ere.sum_of_norms.sum_of_norms_residuals`) and to the IRLS plugin by
+over a flat variable ``z ∈ Rⁿ`` is described to the IRLS plugin (its steps and its stopping
+test, ``plugins/ere/stopping.py``) by
 
 * a :class:`GroupOperator` — the affine map ``g``, its weighted linear part and adjoint, the
   per-coordinate magnitude ``Σ_i w_i ‖J_i e_j‖`` the norms' subgradients can reach, and how the
@@ -131,20 +131,20 @@ class MatrixGroups(GroupOperator):
 
 class SumOfNormsForm(Protocol):
     """A problem ``φ(z) = f(z) + Σ_i w_i ‖g_i(z)‖₂`` in a flat variable z: everything the
-    sum-of-norms certificate and the IRLS plugin use of it."""
+    IRLS plugin uses of it (the problem's certificate is its model's, from the terms)."""
 
     groups: GroupOperator
 
     def smooth_value(self, z: np.ndarray) -> float:
         """``f(z)``."""
 
-    def smooth_gradient(self, z: np.ndarray) -> np.ndarray:
+    def smooth_gradient_vector(self, z: np.ndarray) -> np.ndarray:
         """``∇f(z)``."""
 
     def smooth_magnitude(self, z: np.ndarray) -> np.ndarray:
         """Per coordinate, the sum of the magnitudes of the terms of ``∇f(z)``."""
 
-    def pack(self, x) -> np.ndarray:
+    def pack_vector(self, x) -> np.ndarray:
         """The flat z of a point given as the problem's named variables."""
 
     def unpack_vector(self, z: np.ndarray) -> dict[str, np.ndarray]:
@@ -177,7 +177,7 @@ def stationarity(form: SumOfNormsForm, z: np.ndarray, U: np.ndarray,
     With the smoothed multipliers it is the relative gradient of φ_δ [004 eq. 12]."""
     if scale is None:
         scale = residual_scale(form, z)
-    v = form.smooth_gradient(z) + form.groups.adjoint(U)
+    v = form.smooth_gradient_vector(z) + form.groups.adjoint(U)
     return float(np.max(np.abs(v) / scale, initial=0.0))
 
 

@@ -17,15 +17,13 @@ one group of c rows per edge (weight A_ij) and per point (weight α), f(z) = β�
 packed ``z = (vec F_u, vec W, b)`` (row-major vecs): :meth:`ERE.as_sum_of_norms` gives that
 instance with an explicit G, and :attr:`ERE.groups` (:class:`EREGroups`) applies the same
 operator in structured form (incidence matrix of the graph, X, no G matrix). With those
-groups, ``smooth_value``/``smooth_gradient`` and ``pack``/``unpack_vector`` robust ERE is a
-:class:`~ssl_opt.problems.ere.groups.SumOfNormsForm`: its certificate is
-:func:`~ssl_opt.problems.ere.sum_of_norms.sum_of_norms_residuals` and the IRLS plugin's
-generic loop runs on it unchanged.
+groups, ``smooth_value``/``smooth_gradient_vector`` and ``pack_vector``/``unpack_vector``
+robust ERE is a :class:`~ssl_opt.problems.ere.groups.SumOfNormsForm`, on which the IRLS
+plugin's generic loop and its stopping test run unchanged.
 
-Relative residuals are per coordinate, ``|v_j| / max(1, s_j)`` with ``s_j`` the sum of the
-magnitudes the terms of the optimality condition can take at coordinate j (robust: the
-subgradient scale ``Σ_i w_i‖J_i e_j‖`` plus ``|∂f/∂x_j|``; smooth: the sum of the absolute values
-of the gradient's terms).
+ERE and LRL are named models (docs/design.md §2a): the terms below are the problem, and its
+certificate (stationarity from the terms, feasibility of ``F_l = Y``) and CVXPY reference are
+the model's.
 
 Prediction [004 "Classification rules"]: argmax of a row of scores (single label);
 multi-label: class k when the score is ``≥ τ_k``, ``τ_k`` the mean score of the labeled
@@ -50,14 +48,19 @@ from ssl_opt._validation import (
 )
 from ssl_opt.builders.laplacian import incidence_matrix, validated_adjacency
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.modeling.expressions import Variable, matmul
+from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.terms import (
+    FixedRows,
+    GraphQuadratic,
+    GraphTV,
+    GroupNorms,
+    Ridge,
+    SquaredError,
+)
 from ssl_opt.problems.base import Problem, Structure
 from ssl_opt.problems.ere.groups import GroupOperator, smoothed_norms
-from ssl_opt.problems.ere.sum_of_norms import (
-    CERTIFICATE_OPTIONS,
-    CERTIFICATE_RESIDUALS,
-    SumOfNorms,
-    sum_of_norms_residuals,
-)
+from ssl_opt.problems.ere.sum_of_norms import KKT_OPTIONS, SumOfNorms
 
 # ---------------------------------------------------------------------------- helpers
 
@@ -194,7 +197,7 @@ class LabelEmbedding(Problem):
 # ---------------------------------------------------------------------------- ERE
 
 
-class ERE(LabelEmbedding):
+class ERE(LabelEmbedding, Model):
     r"""Elastic and robust embedding [004 eq. 9] (``robust=False``: [004 eq. 8]).
 
     Parameters
@@ -210,8 +213,17 @@ class ERE(LabelEmbedding):
     robust : bool
         Non-squared norms [004 eq. 9] (default) or squared norms [004 eq. 8].
 
-    Variables ``F`` (n, c) (``F_l`` must equal Y), ``W`` (d, c), ``b`` (c,).
+    Variables ``F`` (n, c) (``F_l`` must equal Y), ``W`` (d, c), ``b`` (c,). A named model
+    (docs/design.md §2a), ``F_l = Y`` a ``FixedRows`` constraint: robust [004 eq. 9]
+    ``GraphTV(F, A, 1, "l2") + GroupNorms(X @ W + b − F, α) + Ridge(W, β)``; squared
+    [004 eq. 8] ``GraphQuadratic(F, D − A) + SquaredError(X @ W + b − F, 0, α) + Ridge(W, β)``.
+    Its certificate (``stationarity``, ``feasibility``) and CVXPY reference are the model's;
+    ``labels_fixed`` (``max|F_l − Y|``, relative like every feasibility) is the
+    feasibility under the family's name.
     """
+
+    residual_tolerances = {**Model.residual_tolerances, "labels_fixed": "feasibility"}
+    kkt_options = KKT_OPTIONS
 
     def __init__(self, X, A, Y, alpha, beta, robust: bool = True):
         self._setup(X, A, Y, alpha, beta)
@@ -222,13 +234,22 @@ class ERE(LabelEmbedding):
                     "alpha·max(1, max|X|)": self.alpha * max(1.0, x_max), "beta": self.beta},
             "Multiply A, alpha and beta by one factor (the minimizer is unchanged) so that "
             "they are of order 1.")
-        self._freeze()
+        F = Variable("F", (self.n, self.c))
+        W, b = Variable("W", (self.d, self.c)), Variable("b", (self.c,))
+        residual = matmul(self.X, W) + b - F
+        if self.robust:
+            terms = [GraphTV(F, self.A, 1.0, norm="l2"), GroupNorms(residual, self.alpha)]
+        else:
+            terms = [GraphQuadratic(F, self.laplacian, 1.0, validated=True),
+                     SquaredError(residual, 0.0, self.alpha)]
+        terms.append(Ridge(W, self.beta))
+        # Squared: strictly convex in (F_u, W, b). Robust: the sums of norms are not strictly
+        # convex, so F_u and b need not be unique (W is, through β‖W‖²).
+        Model.__init__(self, terms, [FixedRows(F, np.arange(self.l), self.Y)], prediction=F,
+                       name="ere-robust" if self.robust else "ere-squared",
+                       unique_prediction=not self.robust)
 
     # ------------------------------------------------------------------ declaration
-    @property
-    def variables(self) -> dict[str, tuple[int, ...]]:
-        return {"F": (self.n, self.c), "W": (self.d, self.c), "b": (self.c,)}
-
     @property
     def structure(self) -> Structure:
         sizes = self._sizes()
@@ -237,41 +258,16 @@ class ERE(LabelEmbedding):
             return Structure(self.family, "robust", True, False, "SOCP", sizes, True)
         return Structure(self.family, "squared", True, True, "QP", sizes, True)
 
-    @property
-    def unique_prediction(self) -> bool:
-        # Squared: strictly convex in (F_u, W, b). Robust: the sums of norms are not strictly
-        # convex, so F_u and b need not be unique (W is, through β‖W‖²).
-        return not self.robust
+    def as_model(self) -> ERE:
+        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
+        return self
 
-    def as_model(self):
-        """This problem as a :class:`~ssl_opt.modeling.Model` (docs/design.md §6), ``F_l = Y`` a
-        ``FixedRows`` constraint: robust [004 eq. 9] ``GraphTV(F, A, 1, "l2") + GroupNorms(X @ W
-        + b − F, α) + Ridge(W, β)``; squared [004 eq. 8] ``GraphQuadratic(F, D − A)
-        + SquaredError(X @ W + b − F, 0, α) + Ridge(W, β)``."""
-        from ssl_opt.modeling import (
-            FixedRows,
-            GraphQuadratic,
-            GraphTV,
-            GroupNorms,
-            Model,
-            Ridge,
-            SquaredError,
-            Variable,
-            matmul,
-        )
-
-        F = Variable("F", (self.n, self.c))
-        W, b = Variable("W", (self.d, self.c)), Variable("b", (self.c,))
-        residual = matmul(self.X, W) + b - F
-        if self.robust:
-            terms = [GraphTV(F, self.A, 1.0, norm="l2"), GroupNorms(residual, self.alpha)]
-        else:
-            terms = [GraphQuadratic(F, self.laplacian, 1.0),
-                     SquaredError(residual, 0.0, self.alpha)]
-        terms.append(Ridge(W, self.beta))
-        return Model(terms, [FixedRows(F, np.arange(self.l), self.Y)], prediction=F,
-                     name="ere-robust" if self.robust else "ere-squared",
-                     unique_prediction=self.unique_prediction)
+    def _kkt(self, x, **options) -> dict[str, float]:
+        """The model's certificate; ``labels_fixed`` is its feasibility (FixedRows ``F_l = Y``
+        is the only constraint)."""
+        out = super()._kkt(x, **options)
+        out["labels_fixed"] = out.get("feasibility", float("inf"))
+        return out
 
     # ------------------------------------------------------------------ evaluation
     def edge_differences(self, F: np.ndarray) -> np.ndarray:
@@ -282,42 +278,15 @@ class ERE(LabelEmbedding):
         """(n, c): ``r_i = Wᵀx_i + b − f_i``."""
         return np.asarray(self.X @ W) + b[None, :] - F
 
-    def objective(self, x) -> float:
-        v = self.unpack(x)
-        F, W, b = v["F"], v["W"], v["b"]
-        D = self.edge_differences(F)
-        R = self.point_residuals(F, W, b)
-        if self.robust:
-            graph = float(self.edge_w @ np.linalg.norm(D, axis=1))
-            fit = float(np.linalg.norm(R, axis=1).sum())
-        else:
-            graph = float(self.edge_w @ np.einsum("ij,ij->i", D, D))
-            fit = float(np.sum(R * R))
-        return graph + self.alpha * fit + self.beta * float(np.sum(W * W))
-
-    def _squared_gradient_parts(self, F, W, b) -> tuple[np.ndarray, np.ndarray, dict]:
-        """``(D, R, ∇)`` of squared ERE [004 eq. 8] at ``(F, W, b)``: the edge differences D,
-        the point residuals R and the gradient in every entry of F, W, b:
-        ``∇_F = 2Bᵀ diag(A_e) D − 2αR = 2LF − 2αR``, ``∇_W = 2αXᵀR + 2βW``, ``∇_b = 2αRᵀ1``."""
-        D = self.edge_differences(F)
-        R = self.point_residuals(F, W, b)
-        LF = 2.0 * np.asarray(self.incidence.T @ (self.edge_w[:, None] * D))
-        grad = {"F": LF - 2.0 * self.alpha * R,
-                "W": 2.0 * self.alpha * np.asarray(self.X.T @ R) + 2.0 * self.beta * W,
-                "b": 2.0 * self.alpha * R.sum(axis=0)}
-        return D, R, grad
-
     def gradient(self, x) -> dict[str, np.ndarray]:
         """The gradient of squared ERE [004 eq. 8] in every entry of F (the labeled rows too,
         as :meth:`objective` reads them), W and b. Robust ERE is not smooth: its certificate
-        uses subgradients (:func:`~ssl_opt.problems.ere.sum_of_norms.sum_of_norms_residuals`)
-        and :meth:`smoothed_objective` is its smoothing."""
+        uses subgradients and :meth:`smoothed_objective` is its smoothing."""
         if self.robust:
             raise NotImplementedError(
                 "robust ERE (robust=True) is not smooth: it has no gradient. Use "
                 "smoothed_objective or the sum-of-norms form (groups), or robust=False.")
-        v = self.unpack(x)
-        return self._squared_gradient_parts(v["F"], v["W"], v["b"])[2]
+        return self.smooth_gradient(x)
 
     def smoothed_objective(self, x, delta: float) -> float:
         """``φ_δ`` [004 eq. 11]: every norm ``‖g‖`` replaced by ``√(‖g‖² + δ)`` (robust only)."""
@@ -333,7 +302,7 @@ class ERE(LabelEmbedding):
         return self.unpack(x)["F"]
 
     # ------------------------------------------------------------------ the general form
-    def pack(self, x) -> np.ndarray:
+    def pack_vector(self, x) -> np.ndarray:
         """``(vec F_u, vec W, b)`` (row-major vecs): the variable of :meth:`as_sum_of_norms`."""
         v = self.unpack(x)
         return np.concatenate([v["F"][self.l:].ravel(), v["W"].ravel(), v["b"]])
@@ -354,13 +323,26 @@ class ERE(LabelEmbedding):
         Fu, W, b = self.vector_blocks(z)
         return {"F": np.vstack([self.Y, Fu]), "W": W.copy(), "b": b.copy()}
 
+    def model_multipliers(self, U: np.ndarray) -> list[np.ndarray] | None:
+        """The model's multipliers (one per non-smooth term, in model order) of the groups'
+        unit-ball multipliers ``U`` (:class:`EREGroups`, edges then points): ``A_e U_e`` for
+        the graph term, ``α U_i`` for the fit; None when the graph term's edges are not this
+        problem's (an explicit zero weight in A)."""
+        self._require_robust("model_multipliers")
+        graph = self.terms[0]
+        if not (np.array_equal(graph.edges[0], self.edge_i)
+                and np.array_equal(graph.edges[1], self.edge_j)):
+            return None
+        E = self.n_edges
+        return [self.edge_w[:, None] * U[:E], self.alpha * U[E:]]
+
     # f(z) = β‖W‖² of the packed form (robust ERE as f + Σ w_i‖g_i‖, :attr:`groups`)
     def smooth_value(self, z: np.ndarray) -> float:
         """``β‖W‖_F²`` of a packed vector."""
         W = self.vector_blocks(z)[1]
         return self.beta * float(np.sum(W * W))
 
-    def smooth_gradient(self, z: np.ndarray) -> np.ndarray:
+    def smooth_gradient_vector(self, z: np.ndarray) -> np.ndarray:
         """``2βW`` in the W block of a packed vector, 0 elsewhere."""
         out = np.zeros_like(z)
         uc, dc = self.u * self.c, self.d * self.c
@@ -368,7 +350,7 @@ class ERE(LabelEmbedding):
         return out
 
     def smooth_magnitude(self, z: np.ndarray) -> np.ndarray:
-        return np.abs(self.smooth_gradient(z))
+        return np.abs(self.smooth_gradient_vector(z))
 
     @cached_property
     def groups(self) -> EREGroups:
@@ -423,46 +405,6 @@ class ERE(LabelEmbedding):
             raise InvalidInputError(
                 f"{what} applies to robust ERE only (robust=True); the squared variant is a "
                 "smooth QP.")
-
-    kkt_options = CERTIFICATE_OPTIONS
-    residual_tolerances = {"labels_fixed": "feasibility", "stationarity": "stationarity",
-                           **CERTIFICATE_RESIDUALS}
-
-    def _kkt(self, x, kink_tol: float, multipliers: str, target: float,
-             iterations: int) -> dict[str, float]:
-        """Relative optimality residuals (0 at an optimum; module docstrings):
-
-        * ``labels_fixed`` ``max|F_l − Y|``;
-        * robust: ``subgradient`` (min over the multipliers of the (near-)zero norms, τ =
-          ``kink_tol``·max(1, max‖g_i‖)), ``kink_slack`` and, when ``x["delta"]`` is given,
-          ``smoothed_stationarity`` (:mod:`ssl_opt.problems.ere.sum_of_norms`); the solver's
-          multipliers ``x["U_edges"]`` (E, c) and ``x["U_points"]`` (n, c) are a warm start
-          (``target``: stop that minimization once below it);
-        * squared: ``stationarity`` ``|∇_j| / max(1, Σ|terms_j|)`` of [004 eq. 8] in
-          ``(F_u, W, b)``.
-        """
-        v = self.unpack(x)
-        if not all(np.all(np.isfinite(a)) for a in v.values()):
-            return {"labels_fixed": float("inf")}
-        F, W, b = v["F"], v["W"], v["b"]
-        out = {"labels_fixed": float(np.abs(F[: self.l] - self.Y).max())}
-        Fc = F.copy()
-        Fc[: self.l] = self.Y  # residuals of the feasible point with the labels clamped
-        if self.robust:
-            z = self.pack({"F": Fc, "W": W, "b": b})
-            out.update(sum_of_norms_residuals(self, z, getattr(x, "x", x), kink_tol,
-                                              multipliers, target, iterations))
-            return out
-        D, R, g = self._squared_gradient_parts(Fc, W, b)
-        aLF = 2.0 * np.asarray(abs(self.incidence).T @ (self.edge_w[:, None] * np.abs(D)))
-        sF = aLF + 2.0 * self.alpha * np.abs(R)
-        absX = abs(self.X) if sp.issparse(self.X) else np.abs(self.X)
-        sW = 2.0 * self.alpha * np.asarray(absX.T @ np.abs(R)) + 2.0 * self.beta * np.abs(W)
-        sb = 2.0 * self.alpha * np.abs(R).sum(axis=0)
-        grad = np.concatenate([g["F"][self.l:].ravel(), g["W"].ravel(), g["b"]])
-        scale = np.concatenate([sF[self.l:].ravel(), sW.ravel(), sb])
-        out["stationarity"] = float(np.max(np.abs(grad) / np.maximum(1.0, scale)))
-        return out
 
 
 class EREGroups(GroupOperator):
