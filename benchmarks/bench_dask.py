@@ -47,9 +47,9 @@ import numpy as np
 import scipy.sparse as sp
 
 import ssl_opt
+from ssl_opt.numerics.design import LinearDesign
 from ssl_opt.operators.distributed import CLIENT_SUM_BYTES
 from ssl_opt.problems import TSVM, LinearSVM
-from ssl_opt.problems.linear.design import LinearDesign
 
 SEED = 0
 #: CSR bytes per stored entry (float64 value + int32 column index).

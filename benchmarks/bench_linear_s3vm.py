@@ -16,8 +16,8 @@ TSVM runs with S = 10,000 (SVMlin's default, also ours). For each solver the tab
 time (best of ``--repeat`` runs; solver time only, the problem objects are built beforehand),
 SVMlin's reported time (context only: SVMlin does not run here, so no ratio is formed with
 it; ``bench_ratios.py`` has the side-by-side ratios), the TSVM objective at the solution with
-its best balanced labeling (``problem.tsvm_objective(w)``, the number SVMlin prints, for TSVM and DA
-alike), switches / MFN calls and the transductive error on the unlabeled rows.
+its best balanced labeling (``problem.best_labeling_objective(x)``, the number SVMlin prints,
+for TSVM and DA alike), switches / MFN calls and the transductive error on the unlabeled rows.
 
 Part (b), MFN vs liblinear on a fully labeled 100,000 x 20,000 synthetic tf-idf set with 50
 non-zeros per row (the reference measurement: liblinear 2.7 s on an instance of that shape).
@@ -134,7 +134,7 @@ def run_anchor_instance(spec: dict, args) -> dict:
     sol, t, k = best_of(lambda: ssl_opt.solve(tsvm, solver="tsvm", S=args.S), args.repeat,
                         args.time_budget)
     rows.append(dict(method=f"TSVM (S={args.S})", time=t, runs=k, anchor="tsvm",
-                     objective=tsvm.tsvm_objective(sol.x["w"]), obj_kind="TSVM",
+                     objective=tsvm.best_labeling_objective(sol), obj_kind="TSVM",
                      switches=sol.info["switches"], mfn_calls=sol.info["retrains"],
                      err=transductive_error(tsvm.prediction(sol), y_all, l), status=sol.status,
                      stages=sol.info["stages"]))
@@ -418,8 +418,9 @@ def main(argv=None) -> int:
         print("   MFN = L2-SVM-MFN on the labeled rows alone with costs 1/l, i.e. "
               "LinearSVM(X[:l], y, lam, cost=np.full(l, 1/l)) (our reading of SVMlin's MFN "
               "figure); the 'info' row uses unit costs")
-        print("   objective: [TSVM] = problem.tsvm_objective(w) (best balanced labeling of the "
-              "unlabeled rows; what SVMlin prints), [L2-SVM] = the supervised objective")
+        print("   objective: [TSVM] = problem.best_labeling_objective(x) (best balanced "
+              "labeling of the unlabeled rows; what SVMlin prints), [L2-SVM] = the supervised "
+              "objective")
         print("   transd. err = error of sign(x~'w) on the unlabeled rows; MFN calls = TSVM "
               "retrainings / DA w-steps")
         print()

@@ -11,11 +11,13 @@ Parts (stdout is the report, progress goes to stderr):
     variant's sizes stop growing once the reference takes ≥ ``--ref-cap`` seconds (default
     10): the last row is the ≥10 s comparison of the issue; the crossover is the smallest
     size where the fast path is faster.
-(b) Families as compositions: ``problem.as_model()`` solved by the family's solver through the
-    lowering (must equal the direct solve, and cost no more) and by the generic solvers that
-    apply once the lowering is not used, e.g. ``newton-cg`` and ``irls-newton`` for LapSVM —
+(b) Families as named models: each family's problem (a Model of its terms) solved by the
+    family's solver twice (the same result; the second time measures the run-to-run spread) and
+    by the generic solvers that apply to it, e.g. ``newton-cg`` and ``irls-newton`` for LapSVM —
     "how much a paper's solver buys". LASS has no paper solver left (docs/lass.md): its rows
-    compare each generic solver with what ``solve`` picks (family solver ``auto``).
+    compare each generic solver with what ``solve`` picks (family solver ``auto``). TSVM (a
+    named transductive model) compares ``tsvm`` with ``tsvm-model``, the same switching with
+    each inner L2-SVM solved through ``solve``.
 
 Run from the repository root::
 
@@ -118,7 +120,7 @@ def _digits_cases() -> list:
 #: Hessian: not on LASS's simplex rows nor on the 64,000-feature LinearSVM).
 GENERIC = {"LapSVM": ("newton-cg", "irls-newton"), "LapRLS": ("newton-cg", "irls-newton"),
            "LinearSVM": ("newton-cg", "lbfgs"), "LASS": ("pdhg", "admm-split", "fista"),
-           "ERE": ("pdhg", "irls-newton", "irls-mm")}
+           "ERE": ("pdhg", "irls-newton", "irls-mm"), "TSVM": ("tsvm-model",)}
 
 
 def _lass_clusters(N: int, K: int, d: int):
@@ -137,8 +139,8 @@ def _lass_clusters(N: int, K: int, d: int):
 
 def family_rows(quick: bool, repeat: int = 1, limit: float = 60.0,
                 families: list[str] | None = None) -> None:
-    """Each family's paper solver on the problem, the same solver through ``as_model()``, and
-    the generic solvers on the composition: interleaved, best of ``repeat``; a generic solver
+    """Each family's paper solver on the problem, twice, and the generic solvers on the same
+    named model: interleaved, best of ``repeat``; a generic solver
     stops at ``limit`` seconds (status ``time_limit``)."""
     from ssl_opt.problems.ere.examples import _clusters_at
     from ssl_opt.problems.lass.examples import _moons_at as lass_at
@@ -160,17 +162,21 @@ def family_rows(quick: bool, repeat: int = 1, limit: float = 60.0,
     if svm is not None:
         cases.insert(2, ("LinearSVM", svm.instance(svm.bench_scales[2 if quick else 4]),
                          "mfn"))
+    tsvm = linear.get("linear/tsvm")
+    if tsvm is not None:
+        scales = tsvm.bench_scales[1:3] if quick else tsvm.bench_scales[1:5]
+        cases += [("TSVM", tsvm.instance(n), "tsvm") for n in scales]
     cases += _digits_cases()
     if families:
         cases = [c for c in cases if c[0].split()[0] in families]
     one, five, fifteen = os.getloadavg()
     print(f"\n## (b) Families as compositions (interleaved, best of {repeat}; load average "
           f"{one:.2f} {five:.2f} {fifteen:.2f})\n")
-    print("| family | size | family solver direct (s) | through as_model (s) | same result | "
+    print("| family | size | family solver direct (s) | solved again (s) | same result | "
           "generic solver | generic (s) | generic / family | generic status, gap |")
     print("|---|---|---|---|---|---|---|---|---|")
     for label, problem, family_solver in cases:
-        model = problem.as_model()
+        model = problem
         generics = GENERIC[label.split()[0]]
         runs = {"direct": (problem, family_solver), "lowered": (model, family_solver)}
         runs.update({g: (model, g) for g in generics})

@@ -11,9 +11,9 @@ fix it). Per split:
 * L2-SVM: MFN on the 50 labeled rows with costs 1/l (the start of TSVM and DA);
 * TSVM with S = 1 (Joachims' single switch) and S = ``--S-large`` (default 10,000, i.e. every
   improving pair; SVMlin's default): time, MFN calls (``info["retrains"]``), switches, TSVM
-  objective ``problem.tsvm_objective(w)``;
+  objective ``problem.best_labeling_objective(x)``;
 * DA: time, MFN calls (``info["mfn_calls"]``), TSVM objective of its ``w`` with the best balanced
-  labeling (``problem.tsvm_objective``, directly comparable with TSVM's objective).
+  labeling (``problem.best_labeling_objective``, directly comparable with TSVM's objective).
 
 Errors are transductive: ``sign(x~'w)`` on the 1896 unlabeled rows of the split (text1.mat has
 no separate test rows). Times are solver times, best of ``--repeat`` runs. Then the mean (std,
@@ -114,7 +114,7 @@ def run_split(path: Path, split: int, args) -> dict:
         sol, t, _ = best_of(lambda S=S: ssl_opt.solve(tsvm, solver="tsvm", S=S), args.repeat)
         h = sol.history
         out[key] = dict(time=t, err=err(tsvm.prediction(sol)),
-                        objective=tsvm.tsvm_objective(sol.x["w"]), own_objective=sol.objective,
+                        objective=tsvm.best_labeling_objective(sol), own_objective=sol.objective,
                         calls=sol.info["retrains"], switches=sol.info["switches"],
                         stages=sol.info["stages"], status=sol.status,
                         kkt=tsvm.kkt(sol.x), first_time=sol.time,
@@ -224,8 +224,9 @@ def print_summary(results: list[dict], args) -> list[tuple[str, bool]]:
           f"{int(np.sum(np.abs(o1 - oL) <= 1e-12))})")
     own = max(abs(r[k]["own_objective"] - r[k]["objective"]) for r in results
               for k in ("tsvm1", "tsvmL"))
-    print(f"   (TSVM: the objective with its own final labels equals tsvm_objective(w) up to "
-          f"{own:.1e}: the labels are the best balanced ones for w)")
+    print(f"   (TSVM: the objective with its own final labels equals "
+          f"best_labeling_objective(x) up to {own:.1e}: the labels are the best balanced ones "
+          "for w)")
     bad = [(r["split"], k, r[k]["status"]) for r in results for k in ("tsvm1", "tsvmL", "da")
            if r[k]["status"] != "optimal"]
     if bad:
@@ -364,7 +365,7 @@ def main(argv=None) -> int:
           f"{'labeled positive fraction (SVMlin default)' if args.r is None else args.r}; "
           f"TSVM {args.lam_u_start_info}; times: solver only, best of {args.repeat}")
     print("# errors: transductive, sign(x~'w) on the 1896 unlabeled rows of each split; "
-          "objective = TSVM objective at the final lambda' (DA: tsvm_objective of its w)")
+          "objective = TSVM objective at the final lambda' (DA: best_labeling_objective of its w)")
     log("warming up ...")
     warm_up()
 

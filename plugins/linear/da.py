@@ -139,7 +139,7 @@ class DASolver(Solver):
                 kl = mean_kl(p, q)
                 if kl < kl_tol:
                     break
-            objective = problem.labeled_cost(w, o) + problem._unlabeled_loss(p, o[l:])
+            objective = problem.labeled_cost({"w": w}, o) + problem.unlabeled_loss(p, o[l:])
             entropy = mean_entropy(p)
             history.append(stage=outer, T=T, objective=objective, kl=kl, entropy=entropy,
                            inner=inner, mfn_calls=mfn_calls, time=time.perf_counter() - start)
@@ -167,7 +167,7 @@ class DASolver(Solver):
                         self.name, history,
                         info={"mfn_calls": mfn_calls, "stages": outer, "T": T,
                               "y_u": problem.balanced_labels(o[l:]),
-                              "tsvm_objective": problem.tsvm_objective(w)})
+                              "tsvm_objective": problem.best_labeling_objective(x)})
 
 
 @hookimpl

@@ -26,9 +26,9 @@ import numpy as np
 from ssl_opt._validation import check_nonnegative, integer, optional
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.cgls import cgls
+from ssl_opt.numerics.design import LinearDesign
 from ssl_opt.numerics.line_search import weighted_squared_hinge_step
 from ssl_opt.plugins.linear.options import one_blas_thread_on_sparse_x
-from ssl_opt.problems.linear.design import LinearDesign
 from ssl_opt.problems.linear.problem import LinearSVM
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver

@@ -3,7 +3,13 @@ switch labels (TSVM and the modelling layer's tsvm-model), and their BLAS thread
 
 from __future__ import annotations
 
-from ssl_opt._validation import check_nonnegative, check_positive, greater_than, integer
+from ssl_opt._validation import (
+    check_nonnegative,
+    check_positive,
+    greater_than,
+    integer,
+    optional,
+)
 from ssl_opt.solvers import Option
 
 #: The MFN settings TSVM and DA pass to each of their MFN calls.
@@ -21,6 +27,9 @@ SWITCHING_OPTIONS = {
     "lam_u_start": Option(1e-5, "first λ' value (SVMlin's TSVM_LAMBDA_SMALL)", check_positive),
     "lam_u_factor": Option(1.5, "λ' growth factor per stage (SVMlin's annealing rate)",
                            greater_than(1)),
+    "time_limit": Option(None, "seconds at most (None: no limit): the switching stops after "
+                         "the retraining that passes it, with status 'time_limit'",
+                         optional(check_positive)),
 }
 
 

@@ -13,19 +13,24 @@
    Joachims' classic single switch.
 
 The result is block-optimal: ``w`` is the L2-SVM optimum for the final labels and no switch of
-a label pair improves the objective (what :meth:`TSVM.kkt` checks).
+a label pair improves the objective (what :meth:`TSVM.kkt` checks). The schedule is
+:func:`switching_loop`, written once for this solver (MFN called directly, its outputs seeding
+the next call) and for ``tsvm-model`` (any :class:`~ssl_opt.modeling.TransductiveModel`, the
+inner model solved by a model solver).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
 from ssl_opt._validation import check_bool, integer
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
+from ssl_opt.modeling.transductive import TransductiveModel
 from ssl_opt.plugins.linear.mfn import labeled_mfn, mfn
 from ssl_opt.plugins.linear.options import (
     MFN_CALL_OPTIONS,
@@ -33,7 +38,15 @@ from ssl_opt.plugins.linear.options import (
     one_blas_thread_on_sparse_x,
 )
 from ssl_opt.problems.linear.problem import TSVM
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, History, Solution
+from ssl_opt.solution import (
+    FAILED,
+    MAX_ITERATIONS,
+    OPTIMAL,
+    STALLED,
+    TIME_LIMIT,
+    History,
+    Solution,
+)
 from ssl_opt.solvers import Option, Solver
 
 #: Smallest loss decrease counted as an improving switch (guards against round-off cycling).
@@ -65,6 +78,112 @@ def switch_labels(y_u: np.ndarray, o_u: np.ndarray, max_pairs: int,
     return count
 
 
+class InnerSolveFailed(Exception):
+    """An inner solve returned ``failed``: the switching loop stops with that status."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class SwitchingResult:
+    weights: dict
+    y_u: np.ndarray
+    status: str
+    history: History
+    retrains: int
+    switches: int
+    stages: int
+    #: Why the run failed (an inner solve did; ``weights`` and ``y_u`` are the last ones).
+    reason: str | None = None
+
+
+def switching_loop(problem: TransductiveModel, fit: Callable, start: Callable, S: int,
+                   lam_u_start: float, lam_u_factor: float, time_limit: float | None,
+                   max_retrain: int, warm_start, verbose: bool, label: str) -> SwitchingResult:
+    """The multiple-switching schedule of [001 §3.1] around any inner fit (written once for
+    ``tsvm`` and ``tsvm-model``; see the module docstring).
+
+    ``start() -> (weights, retrains)`` is the labeled fit; ``fit(y_u, lam_u, weights) ->
+    (weights, outputs, objective, status)`` solves the inner model for the labels and the
+    unlabeled weight, warm-started from ``weights`` (and whatever else it kept of its last
+    solve), and raises :class:`InnerSolveFailed` when that solve fails.
+    A labeling seen twice in a stage (only an inaccurate inner solve allows it) stops the run
+    as ``stalled`` with the labels ``w`` was fitted to; ``time_limit`` stops it (status
+    ``time_limit``) after the first retraining or stage that ends past it, with the labels
+    ``w`` was fitted to; a failed inner solve stops it as ``failed`` with the last weights and
+    labels.
+    """
+    clock = time.perf_counter()
+    l = problem.l
+    if warm_start is None:
+        try:
+            w, retrains = start()
+        except InnerSolveFailed as exc:
+            zeros = {k: np.zeros(shape) for k, shape in problem.variables.items()}
+            return SwitchingResult({k: v for k, v in zeros.items() if k != "y_u"},
+                                   zeros["y_u"], FAILED, History(), 1, 0, 0, exc.reason)
+        y_u = problem.balanced_labels(problem.outputs(w)[l:])
+        lam0 = min(lam_u_start, problem.lam_u)
+    else:
+        v = problem.warm_start_values(warm_start)
+        w, y_u, retrains = {k: v[k] for k in v if k != "y_u"}, v["y_u"].copy(), 0
+        if not np.all(np.isin(y_u, (-1.0, 1.0))) or int((y_u > 0).sum()) != problem.n_pos:
+            raise InvalidInputError(
+                f"warm_start['y_u'] must hold ±1 labels with exactly round(r·u) = "
+                f"{problem.n_pos} positives (switching keeps the count); got "
+                f"{int((y_u > 0).sum())} positives. Use problem.balanced_labels(outputs).")
+        lam0 = problem.lam_u
+    history = History()
+    switches = stage = 0
+    status = inner_status = OPTIMAL
+    while True:
+        stage += 1
+        objective = np.nan
+        seen = {_key(y_u)}  # labelings of this stage, u/8 bytes each
+        while retrains < max_retrain:
+            try:
+                w, o, objective, inner_status = fit(y_u, lam0, w)
+            except InnerSolveFailed as exc:
+                return SwitchingResult(w, y_u, FAILED, history, retrains + 1, switches, stage,
+                                       exc.reason)
+            retrains += 1
+            fitted = y_u.copy()
+            count = switch_labels(y_u, o[l:], S, problem.switch_gain) if lam0 > 0 else 0
+            switches += count
+            history.append(stage=stage, lam_u=lam0, objective=objective, switches=switches,
+                           retrains=retrains, time=time.perf_counter() - clock)
+            if count == 0:
+                break
+            if time_limit is not None and time.perf_counter() - clock >= time_limit:
+                y_u, status = fitted, TIME_LIMIT
+                break
+            if _key(y_u) in seen:
+                y_u, status = fitted, STALLED
+                break
+            seen.add(_key(y_u))
+        else:
+            status = MAX_ITERATIONS
+        if verbose:
+            print(f"[{label}] stage {stage:3d}  λ'={lam0:.3g}  objective={objective:.8g}  "
+                  f"switches={switches}  retrains={retrains}  "
+                  f"t={time.perf_counter() - clock:.2f}s", flush=True)
+        if status != OPTIMAL or lam0 >= problem.lam_u:
+            break
+        if time_limit is not None and time.perf_counter() - clock >= time_limit:
+            status = TIME_LIMIT
+            break
+        lam0 = min(lam0 * lam_u_factor, problem.lam_u)
+    if status == OPTIMAL and inner_status != OPTIMAL:
+        status = inner_status  # the final inner solve fell short: say so
+    return SwitchingResult(w, y_u.copy(), status, history, retrains, switches, stage)
+
+
+def _key(y_u: np.ndarray) -> bytes:
+    return np.packbits(y_u > 0).tobytes()
+
+
 class TSVMSolver(Solver):
     name = "tsvm"
     complexity = {"linear": (1.0, "O(nnz) per MFN retraining; retrainings grow with u")}
@@ -87,63 +206,30 @@ class TSVMSolver(Solver):
 
     blas_threads = one_blas_thread_on_sparse_x
 
-    def _solve(self, problem: TSVM, S, lam_u_start, lam_u_factor, tol, forcing, mfn_max_iter,
-               max_retrain, warm_start, verbose) -> Solution:
-        start = time.perf_counter()
+    def _solve(self, problem: TSVM, S, lam_u_start, lam_u_factor, time_limit, tol, forcing,
+               mfn_max_iter, max_retrain, warm_start, verbose) -> Solution:
         l, u, design = problem.l, problem.u, problem.design
         opts = {"tol": tol, "forcing": forcing, "max_iter": mfn_max_iter}
-        if warm_start is None:
-            w = labeled_mfn(problem, **opts).w
-            o = design.matvec(w)
-            y_u = problem.balanced_labels(o[l:])
-            lam0 = min(lam_u_start, problem.lam_u)
-        else:
-            v = problem.warm_start_values(warm_start)
-            w, y_u = v["w"].copy(), v["y_u"].copy()
-            if not np.all(np.isin(y_u, (-1.0, 1.0))) or int((y_u > 0).sum()) != problem.n_pos:
-                raise InvalidInputError(
-                    f"warm_start['y_u'] must hold ±1 labels with exactly round(r·u) = "
-                    f"{problem.n_pos} positives (switching keeps the count); got "
-                    f"{int((y_u > 0).sum())} positives. Use problem.balanced_labels(outputs).")
-            o = design.matvec(w)
-            lam0 = problem.lam_u
-        labels = np.concatenate([problem.y, y_u])
-        costs = np.concatenate([np.full(l, 1.0 / l), np.full(u, lam0 / u)])
-        history = History()
-        retrains = switches = cg_total = stage = 0
-        status = OPTIMAL
-        while True:
-            stage += 1
-            costs[l:] = lam0 / u
-            res = None
-            while retrains < max_retrain:
-                res = mfn(design, labels, costs, problem.lam, w0=w, outputs0=o, **opts)
-                w, o = res.w, res.outputs
-                retrains += 1
-                cg_total += res.cg_iterations
-                count = (switch_labels(labels[l:], o[l:], S, problem.switch_gain)
-                         if lam0 > 0 else 0)
-                switches += count
-                history.append(stage=stage, lam_u=lam0, objective=res.objective,
-                               switches=switches, retrains=retrains,
-                               time=time.perf_counter() - start)
-                if count == 0:
-                    break
-            else:
-                status = MAX_ITERATIONS
-            if verbose:
-                print(f"[tsvm] stage {stage:3d}  λ'={lam0:.3g}  objective={res.objective:.8g}  "
-                      f"switches={switches}  retrains={retrains}  "
-                      f"t={time.perf_counter() - start:.2f}s", flush=True)
-            if status != OPTIMAL or lam0 >= problem.lam_u:
-                break
-            lam0 = min(lam0 * lam_u_factor, problem.lam_u)
-        if res is not None and res.status != OPTIMAL and status == OPTIMAL:
-            status = res.status
-        x = {"w": w, "y_u": labels[l:].copy()}
-        return Solution(x, problem.objective(x), status, retrains, 0.0, self.backend, self.name,
-                        history, info={"switches": switches, "retrains": retrains,
-                                       "stages": stage, "cg_iterations": cg_total})
+        costs = np.concatenate([np.full(l, 1.0 / l), np.zeros(u)])
+        state = {"o": None, "cg": 0}  # MFN's last outputs (its next seed) and CG steps
+
+        def fit(y_u, lam_u, weights):
+            costs[l:] = lam_u / u
+            res = mfn(design, np.concatenate([problem.y, y_u]), costs, problem.lam,
+                      w0=weights["w"], outputs0=state["o"], **opts)
+            state.update(o=res.outputs, cg=state["cg"] + res.cg_iterations)
+            return {"w": res.w}, res.outputs, res.objective, res.status
+
+        def start():
+            return {"w": labeled_mfn(problem, **opts).w}, 0
+
+        run = switching_loop(problem, fit, start, S, lam_u_start, lam_u_factor, time_limit,
+                             max_retrain, warm_start, verbose, self.name)
+        x = {"w": run.weights["w"], "y_u": run.y_u}
+        return Solution(x, problem.objective(x), run.status, run.retrains, 0.0, self.backend,
+                        self.name, run.history,
+                        info={"switches": run.switches, "retrains": run.retrains,
+                              "stages": run.stages, "cg_iterations": state["cg"]})
 
 
 @hookimpl

@@ -1,8 +1,8 @@
 r"""Multiple-switching TSVM [001 §3.1] for :class:`~ssl_opt.modeling.TransductiveModel`: any
 margin loss, any convex penalty on ``w``; each convex inner problem solved by a model solver.
 
-The loop is the one of ``plugins/linear/tsvm.py`` (docs/design.md §4.2), with MFN replaced by
-the best applicable solver of the inner :class:`~ssl_opt.modeling.Model`:
+The loop is ``switching_loop`` of ``plugins/linear/tsvm.py`` (docs/design.md §4.2), with MFN
+replaced by the best applicable solver of the inner :class:`~ssl_opt.modeling.Model`:
 
 1. fit on the labeled rows (the unlabeled term at weight 0); the ``round(r·u)`` unlabeled rows
    with the largest outputs get the temporary label +1, the rest −1;
@@ -18,14 +18,15 @@ the best applicable solver of the inner :class:`~ssl_opt.modeling.Model`:
 The inner solver is chosen once, by ``ssl_opt.select(inner, backend="fast")`` on the first
 inner model (every inner model has the same terms, only labels and one weight change):
 Newton-CG, L-BFGS, FISTA or PDHG by the penalty's and the loss's capabilities, or a family
-solver through a lowering (the squared hinge with a ridge is an L2-SVM: MFN). The result is
+solver through a lowering (the squared hinge with a ridge is an L2-SVM: MFN; on the named
+:class:`~ssl_opt.problems.TSVM` the inner model *is* a ``LinearSVM``, so MFN again, 1.1–1.2×
+the time of ``tsvm``, which calls MFN directly and seeds it with its last outputs). The result is
 block-optimal — ``w`` optimal for the final labels, no improving switch — which is what
 :meth:`TransductiveModel.kkt` checks; it is a local optimum of a non-convex problem.
 """
 
 from __future__ import annotations
 
-import time
 import weakref
 
 import numpy as np
@@ -42,8 +43,8 @@ from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.transductive import TransductiveModel
 from ssl_opt.plugins.linear.options import SWITCHING_OPTIONS
-from ssl_opt.plugins.linear.tsvm import switch_labels
-from ssl_opt.solution import FAILED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
+from ssl_opt.plugins.linear.tsvm import InnerSolveFailed, switching_loop
+from ssl_opt.solution import FAILED, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver
 
 #: Inner solves assumed by ``predicted_time`` (annealing stages plus switching retrainings).
@@ -111,92 +112,45 @@ class TransductiveModelSolver(Solver):
         _, _, seconds = inner_choice(problem)
         return 1e-2 + PREDICTED_RETRAINS * seconds
 
-    def _solve(self, problem: TransductiveModel, S, lam_u_start, lam_u_factor, tol,
+    def _solve(self, problem: TransductiveModel, S, lam_u_start, lam_u_factor, time_limit, tol,
                max_retrain, inner_solver, inner_options, warm_start, verbose) -> Solution:
-        start = time.perf_counter()
-        l, u = problem.l, problem.u
         solver, extra = self._inner_solver(problem, inner_solver, inner_options, tol)
-        history = History()
-        retrains = switches = inner_iterations = stage = 0
-        non_optimal = 0
-        last = None
+        counts = {"iterations": 0, "non_optimal": 0}
+        last: list[Solution] = []
 
-        def fit(y_u, lam, w):
-            nonlocal retrains, inner_iterations, non_optimal, last
-            model = problem.inner_model(y_u, lam_u=lam)
+        def fit(y_u, lam_u, weights):
             opts = dict(extra)
-            if last is not None and last.status != FAILED:
-                opts["warm_start"] = last  # its w, and its multipliers for primal-dual solvers
-            elif w is not None:
-                opts["warm_start"] = w
-            res = solver.solve(model, **opts)
-            retrains += 1
-            inner_iterations += int(res.iterations)
-            non_optimal += res.status != OPTIMAL
-            last = res
-            return res
-
-        if warm_start is None:
-            res = fit(problem.balanced_labels(np.zeros(u)), 0.0, None)
+            if last and last[-1].status != FAILED:
+                opts["warm_start"] = last[-1]  # its w, and its multipliers for primal-dual solvers
+            elif weights is not None:
+                opts["warm_start"] = weights
+            res = solver.solve(problem.inner_model(y_u, lam_u=lam_u), **opts)
             if res.status == FAILED:
-                return self._failed(problem, None, res, history, retrains)
-            w = _weights(problem, res.x)
-            y_u = problem.balanced_labels(problem.outputs(w)[l:])
-            lam0 = min(lam_u_start, problem.lam_u)
-        else:
-            v = problem.warm_start_values(warm_start)
-            w, y_u = _weights(problem, v), v["y_u"].copy()
-            if not np.all(np.isin(y_u, (-1.0, 1.0))) or int((y_u > 0).sum()) != problem.n_pos:
-                raise InvalidInputError(
-                    f"warm_start['y_u'] must hold ±1 labels with exactly round(r·u) = "
-                    f"{problem.n_pos} positives (switching keeps the count); got "
-                    f"{int((y_u > 0).sum())} positives. Use problem.balanced_labels(outputs).")
-            lam0 = problem.lam_u
-        status = OPTIMAL
-        while True:
-            stage += 1
-            res = None
-            seen = {y_u.tobytes()}  # labelings of this stage: one repeating is a cycle
-            while retrains < max_retrain:
-                res = fit(y_u, lam0, w)
-                if res.status == FAILED:
-                    return self._failed(problem, {**w, "y_u": y_u}, res, history, retrains)
-                w = _weights(problem, res.x)
-                o_u = problem.outputs(w)[l:]
-                fitted = y_u.copy()  # the labels w was fitted to
-                count = switch_labels(y_u, o_u, S, problem.switch_gain) if lam0 > 0 else 0
-                switches += count
-                history.append(stage=stage, lam_u=lam0, objective=res.objective,
-                               switches=switches, retrains=retrains,
-                               inner_iterations=inner_iterations,
-                               time=time.perf_counter() - start)
-                if count == 0:
-                    break
-                if y_u.tobytes() in seen:  # only an inaccurate inner solve lets this happen
-                    y_u, status = fitted, STALLED
-                    break
-                seen.add(y_u.tobytes())
-            else:
-                status = MAX_ITERATIONS
-            if verbose:
-                objective = np.nan if res is None else res.objective
-                print(f"[tsvm-model] stage {stage:3d}  λ'={lam0:.3g}  objective={objective:.8g}"
-                      f"  switches={switches}  retrains={retrains}  inner={solver.name}  "
-                      f"t={time.perf_counter() - start:.2f}s", flush=True)
-            if status != OPTIMAL or lam0 >= problem.lam_u:
-                break
-            lam0 = min(lam0 * lam_u_factor, problem.lam_u)
-        if status == OPTIMAL and last is not None and last.status != OPTIMAL:
-            status = last.status  # the final inner solve fell short: say so
-        x = {**w, "y_u": y_u.copy()}
-        info = {"switches": switches, "retrains": retrains, "stages": stage,
-                "inner_solver": solver.name, "inner_iterations": inner_iterations,
-                "inner_non_optimal": non_optimal,
-                "inner_status": None if last is None else last.status}
-        if last is not None and "multipliers" in last.info:
-            info["multipliers"] = last.info["multipliers"]
-        return Solution(x, problem.objective(x), status, retrains, 0.0, self.backend, self.name,
-                        history, info=info)
+                raise InnerSolveFailed(f"inner solver {res.solver!r} failed: "
+                                       f"{res.info.get('reason')}")
+            counts["iterations"] += int(res.iterations)
+            counts["non_optimal"] += res.status != OPTIMAL
+            last[:] = [res]
+            weights = _weights(problem, res.x)
+            return weights, problem.outputs(weights), res.objective, res.status
+
+        def start():
+            return fit(problem.balanced_labels(np.zeros(problem.u)), 0.0, None)[0], 1
+
+        run = switching_loop(problem, fit, start, S, lam_u_start, lam_u_factor, time_limit,
+                             max_retrain, warm_start, verbose, self.name)
+        x = {**run.weights, "y_u": run.y_u}
+        if run.status == FAILED:
+            return Solution(x, float("nan"), FAILED, run.retrains, 0.0, self.backend, self.name,
+                            run.history, info={"reason": run.reason})
+        info = {"switches": run.switches, "retrains": run.retrains, "stages": run.stages,
+                "inner_solver": solver.name, "inner_iterations": counts["iterations"],
+                "inner_non_optimal": counts["non_optimal"],
+                "inner_status": last[-1].status if last else None}
+        if last and "multipliers" in last[-1].info:
+            info["multipliers"] = last[-1].info["multipliers"]
+        return Solution(x, problem.objective(x), run.status, run.retrains, 0.0, self.backend,
+                        self.name, run.history, info=info)
 
     @staticmethod
     def _inner_solver(problem, name, inner_options, tol) -> tuple[Solver, dict]:
@@ -217,14 +171,6 @@ class TransductiveModelSolver(Solver):
         if tol is not None and "tol" in solver.options:
             extra.setdefault("tol", tol)
         return solver, extra
-
-    def _failed(self, problem, x, res, history, retrains) -> Solution:
-        if x is None:
-            x = {k: np.zeros(shape) for k, shape in problem.variables.items()}
-        x = {k: np.array(v, dtype=np.float64) for k, v in x.items()}
-        return Solution(x, float("nan"), FAILED, retrains, 0.0, self.backend, self.name,
-                        history, info={"reason": f"inner solver {res.solver!r} failed: "
-                                                 f"{res.info.get('reason')}"})
 
 
 def _weights(problem: TransductiveModel, values) -> dict[str, np.ndarray]:

@@ -2,7 +2,7 @@ r"""Linear (semi-)supervised SVM classifiers on dense or sparse X [001], docs/de
 
 The estimators wrap the problems of :mod:`ssl_opt.problems.linear.problem`; the bias is the
 last weight of ``w`` and multiplies a constant feature appended to every row (it is
-regularized, as in SVMlin: :class:`~ssl_opt.problems.linear.design.LinearDesign`), and
+regularized, as in SVMlin: :class:`~ssl_opt.numerics.design.LinearDesign`), and
 ``l2(z) = max(0, 1 − z)²``:
 
 * :class:`LinearL2SVC` — the L2-SVM on the labeled rows only [001 eq. 2],
@@ -38,7 +38,7 @@ from ssl_opt._validation import check_bool, check_choice, check_nonnegative, che
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
 from ssl_opt.estimators._diagnostics import warn_if_unbalanced
 from ssl_opt.estimators._labels import LabelLayout, label_layout
-from ssl_opt.problems.linear.design import LinearDesign, is_dask_array
+from ssl_opt.numerics.design import LinearDesign, is_dask_array
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.selection.select import select
 from ssl_opt.solution import Solution

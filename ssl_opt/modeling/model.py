@@ -162,7 +162,8 @@ class Model(Problem):
     def add(self, *items: Term, name: str | None = None) -> Model:
         """A new model with more terms and constraints (a variant of this one)::
 
-            variant = LapSVM(K, L, y, 1e-2, 1e-1).as_model().add(GraphTV(model.f, W, 0.05))
+            lapsvm = LapSVM(K, L, y, 1e-2, 1e-1)
+            variant = lapsvm.add(GraphTV(lapsvm.f, W, 0.05))
         """
         terms = [t for t in items if not isinstance(t, Constraint)]
         constraints = [c for c in items if isinstance(c, Constraint)]

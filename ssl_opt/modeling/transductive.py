@@ -34,6 +34,12 @@ leading ones of the positives sorted by ascending and the negatives by descendin
 built (switching by sorted outputs would be wrong); where ``g`` is flat, pairs tie and are not
 switched (the solver switches only strict improvements).
 
+The TSVM of [001 §3.1] is this model by name (:class:`~ssl_opt.problems.TSVM`: the squared
+hinge, the ridge ``λ/2‖w̃‖²`` on one weight vector ``w̃ = (w, b)`` over the design with its
+constant feature, its inner model a :class:`~ssl_opt.problems.LinearSVM`); the DA S3VM
+(:class:`~ssl_opt.problems.DAS3VM`) shares the data, the weights and the loss
+(:class:`Transductive`) and relaxes the labels to probabilities.
+
 Certificate (:meth:`TransductiveModel.kkt`, TSVM's residual names): ``stationarity`` (and
 ``feasibility`` when a penalty is a constraint) of ``(w, b)`` for the inner model at the labels
 (ssl_opt/modeling/stationarity.py); ``switch_gain``: the largest objective decrease of one pair
@@ -58,8 +64,8 @@ from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.term import PROGRAM_CLASSES, Constraint, Term
 from ssl_opt.modeling.terms.margin import MarginLossTerm
 from ssl_opt.modeling.terms.norms import ElasticNet
+from ssl_opt.numerics.design import LinearDesign
 from ssl_opt.problems.base import NonConvexProblem, Structure
-from ssl_opt.problems.linear.design import LinearDesign
 
 #: Bias modes: a penalized constant feature (TSVM), an unpenalized bias, none.
 BIAS_MODES = (True, "free", False)
@@ -88,7 +94,101 @@ def resolve_loss(loss) -> MarginLoss:
     return phi
 
 
-class TransductiveModel(NonConvexProblem):
+class Transductive(NonConvexProblem):
+    """What every transductive linear model shares (:class:`TransductiveModel`, the TSVM and
+    the DA S3VM of ``ssl_opt.problems``): the design, the first ``l = len(y)`` rows labeled
+    and the other ``u`` not, the balance ``r``, the weight ``λ'`` of the unlabeled loss, the
+    margin loss φ, the weight variables and their penalties (terms on the weights only), and
+    the outputs ``o = X̃ w (+ b)``. The unlabeled block (hard labels, or DA's probabilities) is
+    the subclass's."""
+
+    loss: MarginLoss
+
+    def _set_data(self, design: LinearDesign, y, lam_u, r, supervised: str) -> None:
+        """Check and store ``y``, ``λ'`` and ``r`` for the rows of ``design``; ``supervised``
+        names the supervised problem to use when every row is labeled."""
+        y = check_binary_labels(y, "y", design.n)
+        if y.size == design.n:
+            raise InvalidInputError(
+                f"X has {design.n} rows and y {y.size} labels: there are no unlabeled rows. "
+                f"Append the unlabeled rows after the labeled ones, or {supervised}.")
+        self.design = design
+        self.y = y
+        self.lam_u = check_nonnegative(lam_u, "lam_u")
+        self.l, self.n = y.size, design.n
+        self.u = design.n - y.size
+        if r is None:
+            r = float(np.mean(y > 0))
+        elif isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) < 1:
+            raise InvalidInputError(
+                f"r (fraction of positive unlabeled rows) must be in (0, 1), got {r!r}.")
+        self.r = float(r)
+        self.n_pos = int(round(self.r * self.u))
+
+    def _set_weights(self, w: Variable, b: Variable | None, terms, constraints,
+                     outputs: Affine) -> None:
+        self.w, self.b = w, b
+        self.penalty_terms, self.penalty_constraints = tuple(terms), tuple(constraints)
+        self.outputs_expression = outputs
+
+    @property
+    def sizes(self) -> dict[str, int]:
+        return {"n": self.n, "l": self.l, "u": self.u, "d": self.design.d,
+                "nnz": self.design.nnz}
+
+    @property
+    def unique_prediction(self) -> bool:
+        return False
+
+    # ------------------------------------------------------------------ evaluation
+    def outputs(self, x) -> np.ndarray:
+        """``o = X̃ w (+ b)`` over all rows, at a dict (or Solution) holding the weights."""
+        values = getattr(x, "x", x)
+        o = self.design.matvec(np.asarray(values["w"], dtype=np.float64))
+        return o + float(values["b"]) if self.b is not None else o
+
+    def penalty_value(self, x) -> float:
+        """``Σ_k P_k`` at the weights of ``x``."""
+        values = {k: np.asarray(v, dtype=np.float64) for k, v in getattr(x, "x", x).items()
+                  if k in ("w", "b")}
+        return float(sum(t.value(t.argument.value(values)) for t in self.penalty_terms))
+
+    def labeled_cost(self, x, o: np.ndarray) -> float:
+        """``P + 1/(2l) Σ_{i≤l} φ(y_i o_i)`` at the weights of ``x`` with outputs ``o``."""
+        return self.penalty_value(x) + float(
+            self.loss.value(self.y * o[: self.l]).sum()) / (2 * self.l)
+
+    def unlabeled_cost(self, y_u: np.ndarray, o_u: np.ndarray) -> float:
+        """``λ'/(2u) Σ_j φ(ŷ_j o_j)``."""
+        return self.lam_u * float(self.loss.value(y_u * o_u).sum()) / (2 * self.u)
+
+    def switch_gain(self, o: np.ndarray) -> np.ndarray:
+        """``g(o) = φ(−o) − φ(o)``: the loss change of an unlabeled row relabeled from +1 to
+        −1; non-decreasing (checked when the model is built). Switching a positive ``i`` and
+        a negative ``j`` lowers ``J`` by ``λ'/(2u)[g(o_j) − g(o_i)]`` [001 §3.1.2]."""
+        o = np.asarray(o, dtype=np.float64)
+        return self.loss.value(-o) - self.loss.value(o)
+
+    def balanced_labels(self, o_u: np.ndarray) -> np.ndarray:
+        """The ``round(r·u)`` largest outputs labeled +1, the rest −1: for fixed weights the
+        best balanced labeling (the switch gain is non-decreasing)."""
+        labels = -np.ones(self.u)
+        labels[np.argsort(-np.asarray(o_u), kind="stable")[: self.n_pos]] = 1.0
+        return labels
+
+    def best_labeling_objective(self, x) -> float:
+        """The hard-label objective at the weights of ``x`` with their best balanced labeling
+        (the TSVM objective SVMlin prints; comparable across TSVM, DA and their variants)."""
+        values = getattr(x, "x", x)
+        o = self.outputs(values)
+        return self.labeled_cost(values, o) + self.unlabeled_cost(
+            self.balanced_labels(o[self.l:]), o[self.l:])
+
+    def prediction(self, x) -> np.ndarray:
+        return self.outputs(self.unpack(x))
+
+
+class TransductiveModel(Transductive):
     """Transductive linear model over ``(w, b, ŷ)``; see the module docstring.
 
     Parameters
@@ -121,33 +221,16 @@ class TransductiveModel(NonConvexProblem):
             raise InvalidInputError(f"bias must be True (penalized like w, as TSVM's constant "
                                     f"feature), 'free' (unpenalized) or False, got {bias!r}.")
         design = LinearDesign(X, False)
-        y = check_binary_labels(y, "y", design.n)
-        if y.size == design.n:
-            raise InvalidInputError(
-                f"X has {design.n} rows and y {y.size} labels: there are no unlabeled rows. "
-                "Append the unlabeled rows after the labeled ones, or solve the supervised "
-                "Model (MarginLossTerm + penalties) instead.")
+        self._set_data(design, y, lam_u, r, "solve the supervised Model (MarginLossTerm + "
+                       "penalties) instead")
         if not isinstance(name, str) or not name:
             raise InvalidInputError(f"name must be a non-empty string, got {name!r}.")
-        self.design = design
         self.X = design.X
-        self.y = y
-        self.lam_u = check_nonnegative(lam_u, "lam_u")
-        self.l, self.n = y.size, design.n
-        self.u = design.n - y.size
         self.bias = bias
-        if r is None:
-            r = float(np.mean(y > 0))
-        elif isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) < 1:
-            raise InvalidInputError(
-                f"r (fraction of positive unlabeled rows) must be in (0, 1), got {r!r}.")
-        self.r = float(r)
-        self.n_pos = int(round(self.r * self.u))
         self.loss = resolve_loss(loss)
         self.name = name
-        self.w, self.b, self.penalty_terms, self.penalty_constraints = _penalties(
-            penalties, design.d, bias)
-        self.outputs_expression = _outputs(self.X, self.w, self.b)
+        w, b, terms, constraints = _penalties(penalties, design.d, bias)
+        self._set_weights(w, b, terms, constraints, _outputs(self.X, w, b))
         self.outputs_labeled, self.outputs_unlabeled = self._row_outputs()
         self._freeze()
 
@@ -176,16 +259,11 @@ class TransductiveModel(NonConvexProblem):
 
     @property
     def variables(self) -> dict[str, tuple[int, ...]]:
-        out = {"w": (self.design.d,)}
+        out = {"w": self.w.shape}
         if self.b is not None:
             out["b"] = ()
         out["y_u"] = (self.u,)
         return out
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return {"n": self.n, "l": self.l, "u": self.u, "d": self.design.d,
-                "nnz": self.design.nnz}
 
     @property
     def structure(self) -> Structure:
@@ -195,10 +273,6 @@ class TransductiveModel(NonConvexProblem):
                     if c in PROGRAM_CLASSES else len(PROGRAM_CLASSES))
         return Structure(self.family, "transductive", False, False, f"mixed-integer {inner}",
                          self.sizes, self.design.sparse)
-
-    @property
-    def unique_prediction(self) -> bool:
-        return False
 
     def describe_terms(self) -> str:
         lines = [f"{self.name}: minimize over w, b and y_u ∈ {{±1}}^{self.u} "
@@ -211,58 +285,10 @@ class TransductiveModel(NonConvexProblem):
         lines += [f"  s.t. {c.describe()}" for c in self.penalty_constraints]
         return "\n".join(lines)
 
-    # ------------------------------------------------------------------ evaluation
-    def outputs(self, x) -> np.ndarray:
-        """``o = X w + b`` over all rows, at a dict (or Solution) holding ``w`` (and ``b``)."""
-        values = getattr(x, "x", x)
-        o = np.asarray(self.X @ np.asarray(values["w"], dtype=np.float64),
-                       dtype=np.float64).ravel()
-        return o + float(values["b"]) if self.b is not None else o
-
-    def penalty_value(self, x) -> float:
-        """``Σ_k P_k`` at the weights of ``x``."""
-        values = {k: np.asarray(v, dtype=np.float64) for k, v in getattr(x, "x", x).items()
-                  if k in ("w", "b")}
-        return float(sum(t.value(t.argument.value(values)) for t in self.penalty_terms))
-
-    def labeled_cost(self, x, o: np.ndarray) -> float:
-        """``P + 1/(2l) Σ_{i≤l} φ(y_i o_i)``."""
-        return self.penalty_value(x) + float(
-            self.loss.value(self.y * o[: self.l]).sum()) / (2 * self.l)
-
-    def unlabeled_cost(self, y_u: np.ndarray, o_u: np.ndarray) -> float:
-        """``λ'/(2u) Σ_j φ(ŷ_j o_j)``."""
-        return self.lam_u * float(self.loss.value(y_u * o_u).sum()) / (2 * self.u)
-
     def objective(self, x) -> float:
         v = self.unpack(x)
         o = self.outputs(v)
         return self.labeled_cost(v, o) + self.unlabeled_cost(v["y_u"], o[self.l:])
-
-    def switch_gain(self, o: np.ndarray) -> np.ndarray:
-        """``g(o) = φ(−o) − φ(o)``: the loss change of an unlabeled row relabeled from +1 to
-        −1; non-decreasing (checked when the model is built). Switching a positive ``i`` and
-        a negative ``j`` lowers ``J`` by ``λ'/(2u)[g(o_j) − g(o_i)]``."""
-        o = np.asarray(o, dtype=np.float64)
-        return self.loss.value(-o) - self.loss.value(o)
-
-    def balanced_labels(self, o_u: np.ndarray) -> np.ndarray:
-        """The ``round(r·u)`` largest outputs labeled +1, the rest −1: for fixed weights the
-        best balanced labeling (the switch gain is non-decreasing)."""
-        labels = -np.ones(self.u)
-        labels[np.argsort(-np.asarray(o_u), kind="stable")[: self.n_pos]] = 1.0
-        return labels
-
-    def best_labeling_objective(self, x) -> float:
-        """``J`` at the weights of ``x`` with their best balanced labeling (TSVM's
-        ``tsvm_objective``)."""
-        values = getattr(x, "x", x)
-        o = self.outputs(values)
-        return self.labeled_cost(values, o) + self.unlabeled_cost(
-            self.balanced_labels(o[self.l:]), o[self.l:])
-
-    def prediction(self, x) -> np.ndarray:
-        return self.outputs(self.unpack(x))
 
     def from_tsvm(self, x) -> dict[str, np.ndarray]:
         """A TSVM point (``w̃`` with the bias last, ``y_u``) as this model's variables."""
@@ -410,5 +436,5 @@ def transductive_huber_enet(n: int = 200, seed: int = 0, loss: str = "huber_hing
                              name=f"transductive-{loss}+enet")
 
 
-__all__ = ["BIAS_MODES", "TransductiveModel", "resolve_loss",
+__all__ = ["BIAS_MODES", "Transductive", "TransductiveModel", "resolve_loss",
            "transductive_huber_enet"]

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from ssl_opt.problems.linear.design import LinearDesign
+    from ssl_opt.numerics.design import LinearDesign
 
 
 @dataclass

@@ -1,7 +1,7 @@
 r"""A design matrix row-partitioned across the workers of a ``dask.distributed`` cluster.
 
 :class:`DaskDesign` is ``X̃ = [X, 1]`` of the linear family [001 §2] (a
-:class:`~ssl_opt.problems.linear.design.LinearDesign`) whose rows live on the workers of a
+:class:`~ssl_opt.numerics.design.LinearDesign`) whose rows live on the workers of a
 ``distributed.Client``: MFN and its CGLS [001 §2.1], TSVM [001 §3.1] and DA [001 §3.2] run on it
 unchanged, since they touch ``X`` only through ``matvec``, ``rmatvec`` and ``rows``, and CGLS
 dispatches to the design's fused iteration (:attr:`DaskDesign.cgls`).
@@ -63,6 +63,7 @@ import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.cgls import CGLSResult, cgls_start, iteration_cap
+from ssl_opt.numerics.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 from ssl_opt.operators._cluster import resolve_client, sync_seconds
 from ssl_opt.operators.dask_blocks import (
     as_block,
@@ -77,7 +78,6 @@ from ssl_opt.operators.dask_blocks import (
     take_rows,
     vstack_blocks,
 )
-from ssl_opt.problems.linear.design import PAIR_SECONDS_PER_ENTRY, LinearDesign
 
 _F8 = 8  # bytes per float64
 #: The fused CGLS sums the blocks' ``dim + 1`` partial sums on the client while they total at

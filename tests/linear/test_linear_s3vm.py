@@ -22,12 +22,12 @@ import ssl_opt
 from ssl_opt.datasets.synthetic import gaussian_blobs
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.numerics.cgls import cgls
+from ssl_opt.numerics.design import LinearDesign
 from ssl_opt.numerics.line_search import weighted_squared_hinge_step
 from ssl_opt.plugins.linear.da import balance_root
 from ssl_opt.plugins.linear.mfn import mfn
 from ssl_opt.plugins.linear.tsvm import switch_labels
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
-from ssl_opt.problems.linear.design import LinearDesign
 from ssl_opt.solution import OPTIMAL
 
 EXAMPLES = int(os.environ.get("SSL_OPT_EXAMPLES", 10))
@@ -1048,7 +1048,7 @@ def test_linear_svm_is_a_named_model_the_generic_solvers_take_as_it_is(sparse, b
 
     X, y, cost = _svm_instance(11, n=50, d=6, sparse=sparse)
     problem = LinearSVM(X, y, 0.2, cost=cost, bias=bias)
-    assert isinstance(problem, Model) and problem.as_model() is problem
+    assert isinstance(problem, Model)
     A = _augmented(X, bias)
     assert problem.variables == {"w": (A.shape[1],)}
     w = np.random.default_rng(2).normal(0.0, 0.8, A.shape[1])

@@ -1,13 +1,14 @@
 """The named problems as compositions of terms, and their lowerings back (docs/design.md §6,
-the as_model() of ssl_opt/problems/<family>/problem.py and lrl.py, the patterns of
+the named models of ssl_opt/problems/<family>/problem.py and lrl.py, the patterns of
 ssl_opt/problems/<family>/pattern.py).
 
-For every family: ``as_model`` equals the problem at random points (1e-10, with the lowering's
-scale); the model lowers back to the same problem; solving the model with the family's solver
-gives the same point and objective as solving the problem (1e-10) and the CVXPY reference on
-the model's own program (1e-6); the model's certificate passes there; a composition written by
-hand lowers too; an extra term makes the family solvers refuse with a reason naming it; and
-``select`` names the family solver with its predicted time.
+For every family: a plain Model of the named model's terms equals the problem at random
+points (1e-10, with the lowering's scale); the model lowers back to the same problem; solving
+the model with the family's solver gives the same point and objective as solving the problem
+(1e-10) and the CVXPY reference on the model's own program (1e-6); the model's certificate
+passes there; a composition written by hand lowers too; an extra term makes the family
+solvers refuse with a reason naming it; and ``select`` names the family solver with its
+predicted time.
 """
 
 from __future__ import annotations
@@ -141,14 +142,10 @@ def problem(name):
 
 @cache
 def model(name):
-    """The family as a plain model of its terms: ``as_model()``, or for a named model (a
-    problem that is already a Model, LASS) a plain Model of the same terms, as a user who
-    wrote them would have it."""
+    """The family as a plain Model of the named model's terms, as a user who wrote them would
+    have it (every family problem here is a named model)."""
     p = problem(name)
-    m = p.as_model()
-    if m is p:
-        return Model(p.terms, p.constraints, prediction=p.prediction_expression, name=p.name)
-    return m
+    return Model(p.terms, p.constraints, prediction=p.prediction_expression, name=p.name)
 
 
 @cache
@@ -172,7 +169,7 @@ def _rel(a, b):
 
 # ------------------------------------------------------------------------ exact and back
 @pytest.mark.parametrize("name", sorted(FAMILIES))
-def test_as_model_equals_the_problem_and_lowers_back(name):
+def test_the_plain_model_equals_the_problem_and_lowers_back(name):
     p, m = problem(name), model(name)
     low = _lowering(m)
     assert type(low.problem) is type(p)
@@ -403,7 +400,7 @@ def test_generic_solvers_take_over_an_extra_term():
 def test_select_names_the_family_solvers_and_their_predictions():
     data, K, L = _moons(n=100)
     p = LapSVM(K, L, data.y, gamma_A=1e-2, gamma_I=0.5)
-    m = p.as_model()
+    m = Model(p.terms, p.constraints, prediction=p.prediction_expression)
     chosen = ssl_opt.select(m)
     assert chosen.solver == "newton", str(chosen)
     assert {"newton", "pcg", "cvxpy"} <= set(chosen.predictions)

@@ -147,7 +147,7 @@ def test_binary_laprls_still_lowers_to_laprls_direct():
     K, L, labels, l = _blobs(60)
     y = np.where(labels[:l] == 0, 1.0, -1.0)
     problem = LapRLS(K, L, y, 1e-2, 1.0)
-    model = problem.as_model()
+    model = problem  # a named model: a Model of its terms
     assert ssl_opt.select(model, backend="fast").solver == "laprls-direct"
     assert registry.get_solver(SOLVER).missing(model)
     sol = ssl_opt.solve(model, backend="fast")

@@ -14,11 +14,12 @@ import scipy.sparse as sp
 import ssl_opt
 from ssl_opt.datasets.text import synthetic_text
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.modeling import Model
 from ssl_opt.numerics.cgls import cgls
+from ssl_opt.numerics.design import LinearDesign
 from ssl_opt.operators import DaskDesign
 from ssl_opt.operators import distributed as dist
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
-from ssl_opt.problems.linear.design import LinearDesign
 
 LAM = 1e-2
 
@@ -296,7 +297,7 @@ def test_what_needs_x_in_memory_is_refused(client, text):
     with pytest.raises(UnsupportedProblemError, match="the reference needs it in memory"):
         ssl_opt.solve(problem, solver="cvxpy")
     # A named model whose outputs are products through the design: no CVXPY form.
-    assert problem.as_model() is problem and not problem.terms[0].argument.explicit
+    assert isinstance(problem, Model) and not problem.terms[0].argument.explicit
     tsvm = TSVM(DaskDesign(as_dask(text.X[:20]), True, client=client), text.y, LAM, 1.0)
     with pytest.raises(UnsupportedProblemError, match="the reference needs it in memory"):
         ssl_opt.solve(tsvm, solver="tsvm-exhaustive")  # u = 10 would be enumerable

@@ -47,10 +47,6 @@ class LRL(LabelEmbedding, Model):
         sizes["variables"] = (self.d + 1) * self.c
         return Structure(self.family, "lrl", True, True, "QP", sizes, True)
 
-    def as_model(self) -> LRL:
-        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
-        return self
-
     def scores(self, x) -> np.ndarray:
         """``XW + 1bᵀ`` (n, c)."""
         return self.model_scores(x)

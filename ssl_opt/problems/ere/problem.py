@@ -258,10 +258,6 @@ class ERE(LabelEmbedding, Model):
             return Structure(self.family, "robust", True, False, "SOCP", sizes, True)
         return Structure(self.family, "squared", True, True, "QP", sizes, True)
 
-    def as_model(self) -> ERE:
-        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
-        return self
-
     def _kkt(self, x, **options) -> dict[str, float]:
         """The model's certificate; ``labels_fixed`` is its feasibility (FixedRows ``F_l = Y``
         is the only constraint)."""

@@ -124,10 +124,6 @@ class SumOfNorms(Model):
                  "nnz_Q": int(self.Q.nnz), "variables": self.n}
         return Structure(self.family, "socp", True, False, "SOCP", sizes, True)
 
-    def as_model(self) -> SumOfNorms:
-        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
-        return self
-
     def model_multipliers(self, U: np.ndarray) -> list[np.ndarray]:
         """The model's multiplier of its group term from the unit-ball multipliers ``U`` (m, k):
         ``w_i U_i`` in the term's shape."""

@@ -118,10 +118,6 @@ class LASS(Model):
         # not guaranteed in general (Th. 2.1).
         return False
 
-    def as_model(self) -> LASS:
-        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
-        return self
-
     def _assignments(self, Z) -> np.ndarray:
         """``Z`` as a real, finite (N, K) array; an error naming ``Z`` otherwise."""
         Z = as_float_array(Z, "Z")

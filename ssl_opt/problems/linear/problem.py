@@ -17,7 +17,6 @@ fixed, a :class:`LinearSVM`), block optimality of the labels / ``p``, and balanc
 
 from __future__ import annotations
 
-import numbers
 from collections.abc import Mapping
 
 import numpy as np
@@ -38,8 +37,9 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.expressions import Variable, matmul
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import MarginLossTerm, Ridge
-from ssl_opt.problems.base import NonConvexProblem, Structure
-from ssl_opt.problems.linear.design import LinearDesign, is_dask_array
+from ssl_opt.modeling.transductive import Transductive, TransductiveModel
+from ssl_opt.numerics.design import LinearDesign, is_dask_array
+from ssl_opt.problems.base import Structure
 from ssl_opt.solvers import Option
 
 #: The L2 loss of the whole family [001 eq. 2]: MFN's CGLS steps and break-point line search
@@ -160,10 +160,6 @@ class LinearSVM(_DesignCosts, Model):
         return Structure(self.family, "l2svm", True, True, self.loss.program_class, sizes,
                          self.design.sparse)
 
-    def as_model(self) -> LinearSVM:
-        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
-        return self
-
     def outputs(self, w: np.ndarray) -> np.ndarray:
         return self.design.matvec(w)
 
@@ -179,102 +175,29 @@ def design_outputs(design: LinearDesign, w: Variable):
     return matmul(design.X, w[: design.d]) + matmul(np.ones((design.n, 1)), w[design.d:])
 
 
-class _Transductive(_DesignCosts, NonConvexProblem):
-    """Shared data of TSVM and DA: the first ``l = len(y)`` rows labeled, ``u = n − l`` not."""
-
-    family = "linear"
-    loss = L2_LOSS
-
-    def __init__(self, X, y, lam, lam_u, r=None, bias=True):
-        # A prebuilt LinearDesign (with its own bias) is shared, not copied: the one-vs-rest
-        # problems of a multi-class fit all read the same rows.
-        bias = check_bool(bias, "bias")
-        design = as_design(X, bias)
-        y = check_binary_labels(y, "y", design.n)
-        if y.size == design.n:
-            raise InvalidInputError(
-                f"X has {design.n} rows and y {y.size} labels: there are no unlabeled rows. "
-                "Append the unlabeled rows after the labeled ones, or use LinearSVM."
-            )
-        self.design = design
-        self.y = y
-        self.lam = check_positive(lam, "lam")
-        self.lam_u = check_nonnegative(lam_u, "lam_u")
-        self.l = y.size
-        self.u = design.n - y.size
-        self.n = design.n
-        self.bias = design.bias
-        if r is None:
-            r = float(np.mean(y > 0))
-        elif isinstance(r, bool) or not isinstance(r, numbers.Real) or not 0 < float(r) < 1:
-            raise InvalidInputError(
-                f"r (fraction of positive unlabeled rows) must be in (0, 1), got {r!r}."
-            )
-        self.r = float(r)
-        self.n_pos = int(round(self.r * self.u))
-        self._freeze()
-
-    @property
-    def sizes(self) -> dict[str, int]:
-        return {"n": self.n, "l": self.l, "u": self.u, "d": self.design.d,
-                "nnz": self.design.nnz}
-
-    @property
-    def unique_prediction(self) -> bool:
-        return False
-
-    def outputs(self, w: np.ndarray) -> np.ndarray:
-        return self.design.matvec(w)
-
-    def labeled_cost(self, w: np.ndarray, o: np.ndarray) -> float:
-        """``λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i o_i)``."""
-        return float(0.5 * self.lam * w @ w
-                     + self.loss.value(self.y * o[: self.l]).sum() / (2 * self.l))
-
-    def switch_gain(self, o: np.ndarray) -> np.ndarray:
-        """``l2(−o) − l2(o)``: the loss change of an unlabeled point relabeled from +1 to −1.
-
-        Strictly increasing in ``o``, so relabeling a positive ``i`` and a negative ``j`` lowers
-        the loss exactly when ``o_i < o_j`` [001 §3.1.2].
-        """
-        return self.loss.value(-o) - self.loss.value(o)
-
-    def balanced_labels(self, o_u: np.ndarray) -> np.ndarray:
-        """The ``n_pos`` largest outputs labeled +1, the rest −1: for fixed ``w`` this labeling
-        minimizes the TSVM objective among balanced ones (:meth:`switch_gain` is monotone)."""
-        labels = -np.ones(self.u)
-        labels[np.argsort(-o_u, kind="stable")[: self.n_pos]] = 1.0
-        return labels
-
-    def tsvm_objective(self, w: np.ndarray) -> float:
-        """The TSVM objective at ``w`` with its best balanced labeling (comparable across TSVM,
-        DA and SVMlin)."""
-        o = self.outputs(w)
-        y_u = self.balanced_labels(o[self.l:])
-        return self.labeled_cost(w, o) + self.lam_u * self.loss.value(y_u * o[self.l:]).sum() / (
-            2 * self.u)
-
-    def prediction(self, x) -> np.ndarray:
-        return self.outputs(self.unpack(x)["w"])
-
-    def _loss_gradient(self, o, v_u) -> np.ndarray:
-        """``X̃ᵀv`` with ``v = ∂J/∂o``: ``−y_i (1 − y_i o_i)₊ / l`` on the labeled rows and the
-        given unlabeled part ``v_u`` (the loss's part of ``∂J/∂w = λw + X̃ᵀv``)."""
-        y_l = self.y
-        v = np.concatenate([-y_l * np.maximum(0.0, 1.0 - y_l * o[: self.l]) / self.l, v_u])
-        return self.design.rmatvec(v)
-
-    def _inner_stationarity(self, w, o, v_u) -> float:
-        """The stationarity of the inner :class:`LinearSVM` (labels or ``p`` fixed) as its
-        model certificate measures it: ``‖λw + X̃ᵀv‖∞ / max(1, ‖λw‖∞, ‖X̃ᵀv‖∞)``, the gradient
-        over the largest gradient of its two terms (the loss and the ridge)."""
-        loss_part, ridge_part = self._loss_gradient(o, v_u), self.lam * w
-        scale = max(1.0, float(np.max(np.abs(loss_part))), float(np.max(np.abs(ridge_part))))
-        return float(np.max(np.abs(loss_part + ridge_part))) / scale
+def _transductive_data(problem: Transductive, X, y, lam, lam_u, r, bias) -> None:
+    """TSVM's and DA's data [001 §3]: the design with its bias (a prebuilt design is shared,
+    not copied: the one-vs-rest problems of a multi-class fit all read the same rows), the
+    squared hinge and the ridge ``λ/2‖w̃‖²`` on the one weight vector ``w̃`` (bias last)."""
+    bias = check_bool(bias, "bias")
+    design = as_design(X, bias)
+    problem._set_data(design, y, lam_u, r, "use LinearSVM")
+    problem.lam = check_positive(lam, "lam")
+    problem.bias = design.bias
+    problem.loss = L2_LOSS
+    w = Variable("w", (design.dim,))
+    problem._set_weights(w, None, [Ridge(w, 0.5 * problem.lam)], [], design_outputs(design, w))
+    problem._freeze()
 
 
-class TSVM(_Transductive):
+class TSVM(_DesignCosts, TransductiveModel):
     """Transductive L2-SVM over ``(w, ŷ)`` with ``round(r·u)`` positive ``ŷ`` [001 §3.1].
+
+    A named transductive model (docs/design.md §2a): the :class:`TransductiveModel` with the
+    squared hinge and the ridge ``λ/2‖w̃‖²`` on ``w̃ = (w, b)`` (the bias a regularized
+    constant feature), so its certificate (the inner :class:`LinearSVM`'s model certificate,
+    ``switch_gain``, ``balance``, ``integrality``) and the ``tsvm-model`` solver are the
+    transductive model's; ``tsvm`` runs the paper's switching on MFN directly.
 
     Parameters
     ----------
@@ -288,73 +211,46 @@ class TSVM(_Transductive):
     Variables: ``w`` (d+1 with bias) and ``y_u`` (u,) in {±1}.
     """
 
+    family = "linear"
+    name = "tsvm"
     residual_tolerances = {"stationarity": "stationarity", "switch_gain": "stationarity",
-                           "balance": "feasibility", "integrality": "feasibility"}
+                           "balance": "feasibility", "integrality": "feasibility"}  # no constraint
 
-    @property
-    def variables(self) -> dict[str, tuple[int, ...]]:
-        return {"w": (self.design.dim,), "y_u": (self.u,)}
+    def __init__(self, X, y, lam, lam_u, r=None, bias=True):
+        _transductive_data(self, X, y, lam, lam_u, r, bias)
 
     @property
     def structure(self) -> Structure:
         return Structure(self.family, "tsvm", False, False, "mixed-integer QP", self.sizes,
                          self.design.sparse)
 
-    def objective(self, x) -> float:
-        v = self.unpack(x)
-        w, y_u = v["w"], v["y_u"]
-        o = self.outputs(w)
-        return self.labeled_cost(w, o) + self.lam_u * self.loss.value(y_u * o[self.l:]).sum() / (
-            2 * self.u)
-
-    def inner_problem(self, x) -> LinearSVM:
-        """The convex L2-SVM with the labels ``ŷ`` of ``x`` fixed (costs 1/l and λ'/u)."""
-        y_u = np.sign(self.unpack(x)["y_u"])
-        cost = np.concatenate([np.full(self.l, 1.0 / self.l), np.full(self.u, self.lam_u / self.u)])
+    def inner_model(self, y_u: np.ndarray, lam_u: float | None = None) -> LinearSVM:
+        """The convex L2-SVM with the labels ``ŷ`` fixed: costs ``1/l`` on the labeled rows and
+        ``λ'/u`` on the unlabeled ones (``λ'`` the problem's unless given)."""
+        lam_u = self.lam_u if lam_u is None else float(lam_u)
+        cost = np.concatenate([np.full(self.l, 1.0 / self.l), np.full(self.u, lam_u / self.u)])
         return LinearSVM(self.design, np.concatenate([self.y, y_u]), self.lam, cost, self.bias)
 
-    def _kkt(self, x) -> dict[str, float]:
-        """``stationarity`` of ``w`` for the labels (the model certificate of
-        :meth:`inner_problem`, a view of it); ``switch_gain``: the objective decrease of the
-        best label-pair switch at fixed ``w`` relative to ``max(1, J)`` (0: no improving pair);
-        ``balance``: ``|#positives − round(r·u)| / u``; ``integrality``: ``max ||ŷ| − 1|``."""
-        v = self.unpack(x)
-        w, y_u = v["w"], v["y_u"]
-        if not (np.all(np.isfinite(w)) and np.all(np.isfinite(y_u))):
-            return {"stationarity": float("inf")}
-        o = self.outputs(w)
-        o_u = o[self.l:]
-        c_u = self.lam_u / self.u
-        v_u = -c_u * y_u * np.maximum(0.0, 1.0 - y_u * o_u)
-        stat = self._inner_stationarity(w, o, v_u)
-        pos, neg = y_u > 0, y_u < 0
-        gain = 0.0
-        if pos.any() and neg.any():
-            best = self.switch_gain(np.array([o_u[pos].min()]))[0]
-            worst = self.switch_gain(np.array([o_u[neg].max()]))[0]
-            gain = max(0.0, 0.5 * c_u * (worst - best))
-        scale = max(1.0, abs(self.objective(v)))
-        return {
-            "stationarity": stat,
-            "switch_gain": gain / scale,
-            "balance": abs(int(pos.sum()) - self.n_pos) / self.u,
-            "integrality": float(np.max(np.abs(np.abs(y_u) - 1.0))),
-        }
 
-
-class DAS3VM(_Transductive):
+class DAS3VM(_DesignCosts, Transductive):
     """Deterministic-annealing semi-supervised SVM over ``(w, p)`` [001 §3.2, eq. 6–7].
 
-    :meth:`objective` is the annealing target (``T = 0``: the expected TSVM loss under ``p``,
-    which is the TSVM objective at binary ``p``); :meth:`annealing_objective` adds the entropy
-    term at a temperature ``T``. A solution from the ``da`` solver records the temperature of
-    its last stage as ``x["T"]``; :meth:`kkt` checks the closed form of ``p`` at that ``T``.
+    TSVM's data (:class:`Transductive`: squared hinge, ridge ``λ/2‖w̃‖²``) with the labels
+    relaxed to probabilities ``p``. :meth:`objective` is the annealing target (``T = 0``: the
+    expected TSVM loss under ``p``, which is the TSVM objective at binary ``p``);
+    :meth:`annealing_objective` adds the entropy term at a temperature ``T``. A solution from
+    the ``da`` solver records the temperature of its last stage as ``x["T"]``; :meth:`kkt`
+    checks the closed form of ``p`` at that ``T``.
     """
 
+    family = "linear"
     kkt_options = {"T": Option(None, "temperature of the closed form of p (default: the "
                                       "solution's x['T'])", optional(check_nonnegative))}
     residual_tolerances = {"stationarity": "stationarity", "p_optimality": "stationarity",
                            "balance": "feasibility", "p_bounds": "feasibility"}
+
+    def __init__(self, X, y, lam, lam_u, r=None, bias=True):
+        _transductive_data(self, X, y, lam, lam_u, r, bias)
 
     @property
     def variables(self) -> dict[str, tuple[int, ...]]:
@@ -365,20 +261,15 @@ class DAS3VM(_Transductive):
         return Structure(self.family, "da", False, True, "non-convex", self.sizes,
                          self.design.sparse)
 
-    def _unlabeled_loss(self, p, o_u) -> float:
+    def unlabeled_loss(self, p, o_u) -> float:
+        """``λ'/(2u) Σ_j [p_j l2(o_j) + (1 − p_j) l2(−o_j)]``."""
         phi = self.loss.value
         return float(self.lam_u * (p @ phi(o_u) + (1 - p) @ phi(-o_u)) / (2 * self.u))
 
     def objective(self, x) -> float:
         v = self.unpack(x)
-        w, p = v["w"], v["p"]
-        o = self.outputs(w)
-        return self.labeled_cost(w, o) + self._unlabeled_loss(p, o[self.l:])
-
-    def unlabeled_output_gradient(self, p: np.ndarray, o_u: np.ndarray) -> np.ndarray:
-        """``∂J/∂o_j = λ'/u [−p_j (1 − o_j)₊ + (1 − p_j)(1 + o_j)₊]`` of the unlabeled loss."""
-        c = self.lam_u / self.u
-        return c * (-p * np.maximum(0.0, 1.0 - o_u) + (1 - p) * np.maximum(0.0, 1.0 + o_u))
+        o = self.outputs(v)
+        return self.labeled_cost(v, o) + self.unlabeled_loss(v["p"], o[self.l:])
 
     def loss_difference(self, o_u: np.ndarray) -> np.ndarray:
         """``l2(o_j) − l2(−o_j)``, the loss change of an unlabeled row relabeled from −1 to +1
@@ -386,14 +277,19 @@ class DAS3VM(_Transductive):
         return -self.switch_gain(o_u)
 
     def gradient(self, x) -> dict[str, np.ndarray]:
-        """The gradient of :meth:`objective` (``T = 0``) [001 eq. 7]:
-        ``∂J/∂w = λw + X̃ᵀ ∂J/∂o`` and ``∂J/∂p_j = λ'/(2u) [l2(o_j) − l2(−o_j)]``."""
+        """The gradient of :meth:`objective` (``T = 0``, any real ``p``) [001 eq. 7]:
+        ``∂J/∂w = λw + X̃ᵀv`` with ``v_i = −y_i (1 − y_i o_i)₊ / l`` on the labeled rows and
+        ``v_j = λ'/u [−p_j (1 − o_j)₊ + (1 − p_j)(1 + o_j)₊]`` on the unlabeled ones;
+        ``∂J/∂p_j = λ'/(2u) [l2(o_j) − l2(−o_j)]``."""
         v = self.unpack(x)
         w, p = v["w"], v["p"]
-        o = self.outputs(w)
-        o_u = o[self.l:]
+        o = self.outputs(v)
+        o_l, o_u = o[: self.l], o[self.l:]
         c = self.lam_u / self.u
-        return {"w": self.lam * w + self._loss_gradient(o, self.unlabeled_output_gradient(p, o_u)),
+        v_o = np.concatenate([-self.y * np.maximum(0.0, 1.0 - self.y * o_l) / self.l,
+                              c * (-p * np.maximum(0.0, 1.0 - o_u)
+                                   + (1 - p) * np.maximum(0.0, 1.0 + o_u))])
+        return {"w": self.lam * w + self.design.rmatvec(v_o),
                 "p": 0.5 * c * self.loss_difference(o_u)}
 
     def annealing_objective(self, x, T: float) -> float:
@@ -441,26 +337,23 @@ class DAS3VM(_Transductive):
 
     def _kkt(self, x, T: float | None) -> dict[str, float]:
         """``stationarity`` of ``w`` for fixed ``p`` (the model certificate of
-        :meth:`inner_problem`, a view of it); ``p_optimality``: ``max|p − p*(w)|`` with the
-        closed form at temperature ``T`` (from ``x["T"]`` unless given), or at ``T = 0`` the
-        relative gap of the linear program ``min_p Σ p_j g_j`` over the balanced box;
-        ``balance``: ``|mean(p) − r|``; ``p_bounds``: distance of ``p`` outside [0, 1]."""
+        :meth:`inner_problem`); ``p_optimality``: ``max|p − p*(w)|`` with the closed form at
+        temperature ``T`` (from ``x["T"]`` unless given), or at ``T = 0`` the relative gap of
+        the linear program ``min_p Σ p_j g_j`` over the balanced box; ``balance``:
+        ``|mean(p) − r|``; ``p_bounds``: distance of ``p`` outside [0, 1]."""
         v = self.unpack(x)
         w, p = v["w"], v["p"]
         if not (np.all(np.isfinite(w)) and np.all(np.isfinite(p))):
             return {"stationarity": float("inf")}
         T = self.temperature_of(x) if T is None else float(T)
-        o = self.outputs(w)
-        o_u = o[self.l:]
-        c = self.lam_u / self.u
-        v_u = self.unlabeled_output_gradient(p, o_u)
-        stat = self._inner_stationarity(w, o, v_u)
+        o_u = self.outputs(v)[self.l:]
+        stat = self.inner_problem(v).kkt({"w": w})["stationarity"]
         if T is not None and T > 0:
             p_opt = float(np.max(np.abs(p - self.closed_form_p(o_u, T))))
         else:
             g = self.loss_difference(o_u)
             q = _lp_vertex(g, self.r * self.u)
-            gap = 0.5 * c * float(g @ (p - q))
+            gap = 0.5 * self.lam_u / self.u * float(g @ (p - q))
             p_opt = max(0.0, gap) / max(1.0, abs(self.objective(v)))
         return {
             "stationarity": stat,

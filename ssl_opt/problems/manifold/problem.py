@@ -186,10 +186,6 @@ class LapSVM(Model):
             return self
         return self._twin(K=self.K_dense)
 
-    def as_model(self) -> LapSVM:
-        """This problem as a :class:`~ssl_opt.modeling.Model`: itself (a named model)."""
-        return self
-
     # ------------------------------------------------------------------ products
     def K_dot(self, v: np.ndarray) -> np.ndarray:
         return np.asarray(self.K @ v, dtype=np.float64)
