@@ -14,7 +14,8 @@ Run from the repository root::
 
 The base revision is checked out with ``git worktree`` into a temporary folder (removed at the
 end); the cases are the modelling layer's variants (``ssl_opt.modeling.variants``) with the
-generic solvers that serve them, and the families' examples with their paper's solvers.
+generic solvers that serve them, the families' examples with their paper's solvers, and a few
+benchmark generators' instances (``ssl-opt bench``'s) at one size.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ CASES = [
     ("example", "lapsvm-moons", None, "pcg"),
     ("example", "l2svm-text", None, "mfn"),
     ("example", "tsvm-text", None, "tsvm"),
+    ("generator", "linear/tsvm", 32000, "tsvm"),
+    ("generator", "linear/da", 32000, "da"),
     ("example", "lass-moons", None, "fista"),
     ("example", "ere-robust-outliers", None, "irls"),
     ("example", "npkl-spiral-square", None, "bcd"),
@@ -87,7 +90,12 @@ for kind, name, size, solver in cases:
         if kind == "estimator":
             out[key] = fit_digits(name, size, solver)
             continue
-        problem = getattr(variants, name)(size) if kind == "variant" else examples[name].build()
+        if kind == "generator":
+            problem = registry.generators()[name].instance(size)
+        elif kind == "variant":
+            problem = getattr(variants, name)(size)
+        else:
+            problem = examples[name].build()
         start = time.perf_counter()
         sol = ssl_opt.solve(problem, solver=solver)
         out[key] = [time.perf_counter() - start, sol.status, sol.iterations, sol.objective]
