@@ -40,8 +40,8 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
                  verbose: bool = False, complementarity: str = "measured",
                  target: float = 0.0) -> dict[str, float]:
     """The certificate of the module docstring; ``target`` > 0 (a solver's check, not
-    ``kkt``) stops the minimization once the residual is below ``target`` relative to the
-    smooth terms' scale (never below what is reported: the reported scale is at least that)."""
+    ``kkt``) stops the minimization once the residual, as reported (relative to the largest
+    of the terms' parts at the multipliers reached), is below ``target``."""
     values = model.unpack(x)
     out: dict[str, float] = {}
     if model.constraints:
@@ -80,7 +80,12 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
     # The step 1/‖A‖² of the minimization, shared by both passes (power iteration, once).
     step = (0.0 if max_iter == 0 else
             1.0 / max(_norm_squared(pull, push, [np.zeros(t.shape) for t in free]), 1e-300))
-    maps = (fixed, pull, push, step, fixed_scale, max_iter, tol, verbose, target)
+    def reported_scale(us) -> float:
+        """The scale :func:`_finish` divides by at the multipliers ``us``."""
+        return _reported_scale(model, free, us, fixed_scale)
+
+    maps = (fixed, pull, push, step, fixed_scale, max_iter, tol, verbose, target,
+            reported_scale)
     best_u, best = _minimize(projector(0.0), start, *maps)
     result = _finish(dict(out), model, free, best_u, best, fixed_scale)
     if (complementarity == "measured" and result["stationarity"] > kink_tol
@@ -94,12 +99,19 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
 
 
 def _minimize(project, start, fixed, pull, push, step, fixed_scale, max_iter, tol, verbose,
-              target=0.0):
-    """``(u, ‖r(u)‖∞)``: the best multipliers found from ``start`` (module docstring)."""
+              target=0.0, reported_scale=None):
+    """``(u, ‖r(u)‖∞)``: the best multipliers found from ``start`` (module docstring). With
+    ``target`` > 0 it stops once ``‖r(u)‖∞ ≤ target·reported_scale(u)``, the residual as
+    :func:`_finish` reports it; the scale is read only near the goal (below ``target`` times
+    twice the start's scale)."""
     u = project(start)
     best_u, best = u, _sup(fixed + pull(u))
-    goal = target * max(1.0, fixed_scale)
-    if max_iter == 0 or best <= goal:  # at the given multipliers only: an upper bound
+    near = 2.0 * target * (reported_scale(u) if target > 0 else 1.0)
+
+    def reached(value, us) -> bool:
+        return target > 0 and value <= near and value <= target * reported_scale(us)
+
+    if max_iter == 0 or reached(best, best_u):  # at the given multipliers: an upper bound
         return best_u, best
     y, t_k, previous = u, 1.0, np.inf
     for it in range(max_iter):
@@ -119,20 +131,23 @@ def _minimize(project, start, fixed, pull, push, step, fixed_scale, max_iter, to
         t_next = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t_k * t_k))
         y = [a + ((t_k - 1.0) / t_next) * (a - b) for a, b in zip(new, u, strict=True)]
         u, t_k = new, t_next
-        if (abs(previous - value) <= tol * max(value, 1e-300) or best <= goal
+        if (abs(previous - value) <= tol * max(value, 1e-300)
+                or (sup == best and reached(best, best_u))
                 or sup <= 1e-15 * max(1.0, fixed_scale)):
             break
         previous = value
-    if best > max(goal, 1e-12 * max(1.0, fixed_scale)):
+    if best > 1e-12 * max(1.0, fixed_scale) and not reached(best, best_u):
         best_u, best = _refine(best_u, best, fixed, pull, push, project)
     return best_u, best
 
 
+def _reported_scale(model, free, us, fixed_scale) -> float:
+    return max(1.0, fixed_scale, max(_sup(model.pack(t.argument.adjoint(a)))
+                                     for t, a in zip(free, us, strict=True)))
+
+
 def _finish(out, model, free, best_u, best, fixed_scale) -> dict[str, float]:
-    scale = max(1.0, fixed_scale,
-                max(_sup(model.pack(t.argument.adjoint(a))) for t, a in zip(free, best_u,
-                                                                            strict=True)))
-    out["stationarity"] = best / scale
+    out["stationarity"] = best / _reported_scale(model, free, best_u, fixed_scale)
     return out
 
 

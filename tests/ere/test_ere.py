@@ -283,6 +283,30 @@ def test_irls_multipliers_certify_in_the_models_convention(name):
     assert problem.kkt(replace(sol, info=doubled), max_iter=0)["stationarity"] > 1e-3
 
 
+@pytest.mark.parametrize("name", list(CASES))
+def test_the_early_stopped_certificate_never_reports_below_its_target_falsely(name):
+    """IRLS's model check (``stationarity(..., target=)``) stops its minimization once the
+    residual as reported is below the target: at IRLS's optimum it reports what IRLS's stop
+    required (1e-6) within 30 iterations; at a point off the optimum (F's free rows moved by
+    1e-2) it cannot stop early and reports what the full minimization does, far above the
+    target."""
+    from types import SimpleNamespace
+
+    from ssl_opt.modeling.stationarity import stationarity
+
+    _, problem = _case(name)
+    sol = _irls(name)
+    early = stationarity(problem, sol, kink_tol=1e-5, max_iter=30, target=5e-7)
+    assert early["stationarity"] <= 1e-6  # what IRLS's stop required of this check
+    F = sol.x["F"].copy()
+    F[problem.l:] += 1e-2 * np.random.default_rng(0).standard_normal(F[problem.l:].shape)
+    off = dict(sol.x, F=F)
+    point = SimpleNamespace(x=off, info=sol.info)
+    full = stationarity(problem, point, kink_tol=1e-5)["stationarity"]
+    stopped = stationarity(problem, point, kink_tol=1e-5, max_iter=30, target=5e-7)
+    assert full > 1e-4 and stopped["stationarity"] >= full * (1 - 1e-9)
+
+
 def test_irls_multipliers_certify_a_sum_of_norms():
     """The same for a SumOfNorms (a Weber point of 6 points in the plane, groups of 2)."""
     a = np.random.default_rng(3).standard_normal((6, 2))
