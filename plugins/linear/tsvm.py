@@ -128,7 +128,7 @@ def switching_loop(problem: TransductiveModel, fit: Callable, start: Callable, S
         lam0 = min(lam_u_start, problem.lam_u)
     else:
         v = problem.warm_start_values(warm_start)
-        w, y_u, retrains = {k: v[k] for k in v if k != "y_u"}, v["y_u"].copy(), 0
+        w, y_u, retrains = {k: v[k].copy() for k in v if k != "y_u"}, v["y_u"].copy(), 0
         if not np.all(np.isin(y_u, (-1.0, 1.0))) or int((y_u > 0).sum()) != problem.n_pos:
             raise InvalidInputError(
                 f"warm_start['y_u'] must hold ±1 labels with exactly round(r·u) = "

@@ -110,3 +110,18 @@ def test_da_stationarity_is_the_inner_l2svm_certificate():
                                                          np.abs(1e-2 * w).max())
     assert problem.kkt({"w": w, "p": p}, T=0.5)["stationarity"] == pytest.approx(
         expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("solver", ["tsvm", "tsvm-model"])
+def test_a_warm_start_leaves_the_callers_arrays_alone(solver):
+    _, problem = _instance(lam_u=0.5)
+    first = ssl_opt.solve(problem, solver="tsvm")
+    w, y_u = first.x["w"].copy(), first.x["y_u"].copy()
+    warm = {"w": first.x["w"] * 0.9, "y_u": first.x["y_u"][::-1].copy()}
+    kept = {k: v.copy() for k, v in warm.items()}
+    again = ssl_opt.solve(problem, solver=solver, warm_start=warm)
+    assert again.status == OPTIMAL
+    for k in warm:
+        np.testing.assert_array_equal(warm[k], kept[k])
+    np.testing.assert_array_equal(first.x["w"], w)
+    np.testing.assert_array_equal(first.x["y_u"], y_u)
