@@ -117,6 +117,10 @@ def switching_loop(problem: TransductiveModel, fit: Callable, start: Callable, S
     """
     clock = time.perf_counter()
     l = problem.l
+
+    def out_of_time() -> bool:
+        return time_limit is not None and time.perf_counter() - clock >= time_limit
+
     if warm_start is None:
         try:
             w, retrains = start()
@@ -156,13 +160,14 @@ def switching_loop(problem: TransductiveModel, fit: Callable, start: Callable, S
                            retrains=retrains, time=time.perf_counter() - clock)
             if count == 0:
                 break
-            if time_limit is not None and time.perf_counter() - clock >= time_limit:
+            if out_of_time():
                 y_u, status = fitted, TIME_LIMIT
                 break
-            if _key(y_u) in seen:
+            key = _key(y_u)
+            if key in seen:
                 y_u, status = fitted, STALLED
                 break
-            seen.add(_key(y_u))
+            seen.add(key)
         else:
             status = MAX_ITERATIONS
         if verbose:
@@ -171,7 +176,7 @@ def switching_loop(problem: TransductiveModel, fit: Callable, start: Callable, S
                   f"t={time.perf_counter() - clock:.2f}s", flush=True)
         if status != OPTIMAL or lam0 >= problem.lam_u:
             break
-        if time_limit is not None and time.perf_counter() - clock >= time_limit:
+        if out_of_time():
             status = TIME_LIMIT
             break
         lam0 = min(lam0 * lam_u_factor, problem.lam_u)
