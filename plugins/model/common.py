@@ -322,6 +322,12 @@ def pass_seconds(model: Model) -> float:
     return seconds + ELEMENT_SECONDS * elements
 
 
+def prox_seconds(model: Model) -> float:
+    """Predicted seconds of the proxes of one iteration beyond their elementwise work (the
+    terms' own :meth:`~ssl_opt.modeling.term.Term.prox_seconds`)."""
+    return float(sum(t.prox_seconds() for t in model.all_terms if not t.smooth))
+
+
 # ------------------------------------------------------------------ appended helpers (Newton-CG,
 # L-BFGS, FISTA): the kernel-expansion heuristic of their cost models and the exact line search.
 def _dense_matrices(linear):

@@ -46,6 +46,7 @@ from ssl_opt.plugins.model.common import (
     kernel_expansion,
     linear_part,
     model_solution,
+    prox_seconds,
     pulled_gradient,
     start_point,
     too_slow,
@@ -116,7 +117,8 @@ class FISTA(ModelSolver):
         return first_order_stall(problem, problem.smooth_terms)
 
     def predicted_time(self, problem) -> float:
-        per_iteration = 1.3 * gradient_seconds(problem, problem.smooth_terms) + 2e-5
+        per_iteration = (1.3 * gradient_seconds(problem, problem.smooth_terms)
+                         + prox_seconds(problem) + 2e-5)
         iterations = (PREDICTED_ITERATIONS_KERNEL
                       if kernel_expansion(problem, problem.smooth_terms)
                       else PREDICTED_ITERATIONS)

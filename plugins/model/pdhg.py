@@ -110,6 +110,7 @@ from ssl_opt.plugins.model.common import (
     kink_tolerance,
     lacking,
     pass_seconds,
+    prox_seconds,
     warm_start_point,
 )
 from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
@@ -221,7 +222,8 @@ class PDHG(ModelSolver):
             # Measured on the kernel variants (docs/modeling.md, n = 45..120): 800 to 40,000
             # iterations, the smooth part's conditioning is that of K·K.
             iterations *= 10.0
-        per_iteration = 3.0 * pass_seconds(problem) + 2e-5 * len(problem.all_terms)
+        per_iteration = (3.0 * pass_seconds(problem) + prox_seconds(problem)
+                         + 2e-5 * len(problem.all_terms))
         return 0.02 + iterations * per_iteration
 
     # -- solve

@@ -423,3 +423,42 @@ def row_blocks(expr: Affine, k: int) -> Affine:
         raise ValueError(f"row_blocks needs a vector whose length is a multiple of k = {k}, "
                          f"got shape {expr.shape}.")
     return expr._map(RowBlocks(int(k), expr.shape))
+
+
+@dataclass(frozen=True, eq=False)
+class Entries(LinearMap):
+    """``V ↦ (V[i_p, j_p])_p``: chosen entries of a matrix, as a vector (NPKL's pair entries
+    ``Z_ij``); the adjoint scatters a vector back into a matrix (repeated entries add up)."""
+
+    rows: np.ndarray
+    cols: np.ndarray
+    in_shape: tuple[int, ...]
+
+    @property
+    def out_shape(self) -> tuple[int, ...]:
+        return (len(self.rows),)
+
+    def apply(self, v):
+        return np.asarray(v)[self.rows, self.cols]
+
+    def adjoint(self, g):
+        out = np.zeros(self.in_shape)
+        np.add.at(out, (self.rows, self.cols), g)
+        return out
+
+    def cvxpy(self, v):
+        flat = cp.reshape(v, (int(np.prod(self.in_shape)),), order="C")
+        return flat[self.rows * self.in_shape[1] + self.cols]
+
+
+def entries(expr: Affine, rows, cols) -> Affine:
+    """The entries ``expr[rows[p], cols[p]]`` of a matrix expression, as a vector."""
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    if len(expr.shape) != 2 or rows.ndim != 1 or rows.shape != cols.shape or not rows.size:
+        raise InvalidInputError(f"entries needs a matrix expression and two equal-length, "
+                                f"non-empty index vectors; got shapes {expr.shape}, "
+                                f"{rows.shape} and {cols.shape}.")
+    n, c = expr.shape
+    if rows.min() < 0 or rows.max() >= n or cols.min() < 0 or cols.max() >= c:
+        raise InvalidInputError(f"entries' indices must lie in the {n}×{c} matrix.")
+    return expr._map(Entries(rows, cols, expr.shape))

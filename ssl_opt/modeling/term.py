@@ -160,6 +160,12 @@ class Term:
         """``argmin_p ⟨g, p⟩ + h(p) + KL(p, z)/t`` (entropy-type terms on the simplex)."""
         raise NotImplementedError(f"{self!r} has no mirror step")
 
+    def prox_seconds(self) -> float:
+        """Predicted seconds of one ``prox`` beyond the elementwise work on the argument (an
+        eigendecomposition for :class:`~ssl_opt.modeling.terms.PSD`), for the cost models of
+        the solvers that apply it every iteration."""
+        return 0.0
+
     def kink_scale(self, z: np.ndarray) -> float:
         """Scale of the argument entries that set the kink tolerance (``max|z|`` by
         default)."""

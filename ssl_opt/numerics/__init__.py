@@ -4,5 +4,6 @@
 * :mod:`.block_cg` — block Jacobi-preconditioned CG for many right-hand sides;
 * :mod:`.anderson` — safeguarded Anderson acceleration of fixed-point maps;
 * :mod:`.cgls` — CGLS for weighted regularized least squares;
-* :mod:`.line_search` — exact line searches on piecewise-quadratic margin losses.
+* :mod:`.line_search` — exact line searches on piecewise-quadratic margin losses;
+* :mod:`.eigen` — extreme eigenvalues (LAPACK or Lanczos) of symmetric matrices.
 """

@@ -152,7 +152,8 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
       the fastest fast solver; the reference again when no fast solver applies. A fast solver
       that says it does not reach a certified optimum on this problem (``Solver.inexact``,
       e.g. BCD on the hinge loss) is chosen only when nothing else is predicted within the
-      time budget (default ``INEXACT_FALLBACK_SECONDS``).
+      time budget (default ``INEXACT_FALLBACK_SECONDS``); with ``"fast"`` likewise, among the
+      fast solvers (an exact generic solver predicted for hours does not displace it).
 
     ``memory_budget`` (bytes, default: the memory the OS reports available) excludes solvers
     predicted to need more; when none is left, :class:`InsufficientMemoryError` explains.
@@ -215,13 +216,18 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
         raise _out_of_memory(problem, predictions, limit)
     if backend == "reference":
         return pick(refs[0], "reference backend requested; smallest predicted time")
-    if backend == "fast":
-        if exact_fast:
-            return pick(exact_fast[0], "fastest applicable fast solver by the cost model")
-        return pick(fast[0], "the only kind of fast solver that applies is approximate here")
-    choice = _auto(refs, exact_fast, predictions, time_budget)
     approximate = [n for n in fast if inexact[n]]
     deadline = time_budget if time_budget is not None else INEXACT_FALLBACK_SECONDS
+    if backend == "fast":
+        if exact_fast and not (approximate and predictions[exact_fast[0]].seconds > deadline):
+            return pick(exact_fast[0], "fastest applicable fast solver by the cost model")
+        if not exact_fast:
+            return pick(fast[0], "the only kind of fast solver that applies is approximate here")
+        return pick(approximate[0], f"no fast solver that reaches a certified optimum is "
+                                    f"predicted within {_seconds(deadline)} (fastest: "
+                                    f"{exact_fast[0]} at "
+                                    f"{_seconds(predictions[exact_fast[0]].seconds)})")
+    choice = _auto(refs, exact_fast, predictions, time_budget)
     if choice is not None and not (approximate and predictions[choice[0]].seconds > deadline):
         return pick(*choice)
     if choice is None:

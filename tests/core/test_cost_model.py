@@ -291,7 +291,7 @@ def test_selection_table_lists_every_candidate(cache):
 def _npkl_hinge_models(ref, fast):
     key = "npkl/hinge"
     return [_model("cvxpy", key, ("n",), 3 * ref), _model("cvxpy-boundary", key, ("l",), ref),
-            _model("bcd", key, ("l",), fast)]
+            _model("bcd", key, ("l",), fast), _model("pdhg", key, ("l",), 10 * ref)]
 
 
 def test_an_inexact_fast_solver_is_a_last_resort(cache):
@@ -312,6 +312,9 @@ def test_an_inexact_fast_solver_is_a_last_resort(cache):
     # a budget that admits the reference restores it
     assert select(problem, time_budget=4 * INEXACT_FALLBACK_SECONDS).solver == "cvxpy-boundary"
     assert select(problem, backend="fast").solver == "bcd"
+    # an exact fast solver predicted within the deadline is preferred to the stalling BCD
+    _write(_npkl_hinge_models(ref=2.0, fast=0.1))
+    assert select(problem, backend="fast").solver == "pdhg"
 
 
 # ----------------------------------------------------------------------------- hostile cache

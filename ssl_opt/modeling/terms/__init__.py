@@ -19,6 +19,7 @@ from ssl_opt.modeling.terms.norms import (
     HuberNorms,
     SumOfRowNorms,
 )
+from ssl_opt.modeling.terms.psd import PSD
 from ssl_opt.modeling.terms.smooth import (
     GraphQuadratic,
     Linear,
@@ -27,12 +28,14 @@ from ssl_opt.modeling.terms.smooth import (
     Ridge,
     RKHSNorm,
     SquaredError,
+    TraceProduct,
 )
 
 #: The built-in terms (objective parts) and constraints.
 TERMS = (MarginLossTerm, SquaredError, Linear, LinearScore, QuadraticForm, RKHSNorm,
-         GraphQuadratic, Ridge, L1, ElasticNet, GroupNorms, HuberNorms, GraphTV, Entropy)
-CONSTRAINTS = (SimplexRows, NonNegative, Box, FixedRows, LinearEquality, Balance)
+         GraphQuadratic, Ridge, L1, ElasticNet, GroupNorms, HuberNorms, GraphTV, Entropy,
+         TraceProduct)
+CONSTRAINTS = (SimplexRows, NonNegative, Box, FixedRows, LinearEquality, Balance, PSD)
 
 __all__ = [
     "CONSTRAINTS",
@@ -53,10 +56,12 @@ __all__ = [
     "LinearScore",
     "MarginLossTerm",
     "NonNegative",
+    "PSD",
     "QuadraticForm",
     "RKHSNorm",
     "Ridge",
     "SimplexRows",
     "SquaredError",
     "SumOfRowNorms",
+    "TraceProduct",
 ]

@@ -84,6 +84,42 @@ class LinearScore(Linear):
         self.c = -self.G
 
 
+class TraceProduct(Term):
+    """``w⟨C, Z⟩ = w tr(CᵀZ)`` on a matrix argument, ``C`` dense or sparse and kept so (NPKL's
+    ``tr(ΔZ)`` [003 eq. 1] with a sparse Δ): a :class:`Linear` term that never densifies its
+    coefficient except in the (dense) gradient."""
+
+    name = "trace_product"
+    program_class = "LP"
+    constant_hessian = True
+
+    def __init__(self, argument, C, weight=1.0):
+        super().__init__(argument, weight)
+        if len(self.shape) != 2 or getattr(C, "shape", None) != self.shape:
+            raise InvalidInputError(f"C of TraceProduct must be a matrix of the argument's "
+                                    f"shape {self.shape}, got {getattr(C, 'shape', None)}.")
+        self.C = sp.csr_matrix(C, dtype=np.float64) if sp.issparse(C) else np.asarray(
+            C, dtype=np.float64)
+
+    def value(self, z):
+        if sp.issparse(self.C):
+            rows = np.repeat(np.arange(self.C.shape[0]), np.diff(self.C.indptr))
+            return float(self.weight * np.dot(self.C.data, np.asarray(z)[rows, self.C.indices]))
+        return float(self.weight * np.sum(self.C * z))
+
+    def cvxpy(self, z):
+        return self.weight * cp.sum(cp.multiply(self.C, z))
+
+    def gradient(self, z):
+        return self.weight * (self.C.toarray() if sp.issparse(self.C) else self.C)
+
+    def hessp(self, z, v):
+        return np.zeros(np.shape(v))
+
+    def hessian(self, z):
+        return np.zeros(np.size(z))
+
+
 class SquaredError(Term):
     """``w‖z − T‖²_F`` (``T = target``, of the argument's shape or a scalar)."""
 

@@ -34,7 +34,7 @@ from functools import cached_property
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import lsq_linear
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, aslinearoperator, eigsh
+from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt._validation import (
     as_float_matrix,
@@ -47,7 +47,12 @@ from ssl_opt._validation import (
 from ssl_opt.builders.laplacian import laplacian, validated_adjacency
 from ssl_opt.components import MarginLoss, get_margin_loss
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.problems.base import Problem, Structure
+from ssl_opt.modeling.expressions import Variable, entries
+from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.terms import PSD, MarginLossTerm, TraceProduct
+from ssl_opt.numerics import eigen
+from ssl_opt.numerics.eigen import extreme_eigenvalues, lanczos, psd_extremes
+from ssl_opt.problems.base import Structure
 from ssl_opt.solvers import Option
 
 #: What NPKL needs from its loss: the conjugate (the reference solves the Lagrange dual; any
@@ -55,12 +60,10 @@ from ssl_opt.solvers import Option
 #: multipliers of the certificate; a smooth loss has them from φ').
 LOSS_NEEDS = ("conjugate", "subgradient")
 #: Up to this size the certificate uses dense eigenvalue decompositions, above it Lanczos.
-DENSE_EIG_MAX = 1500
+DENSE_EIG_MAX = eigen.DENSE_EIG_MAX
 #: Above DENSE_EIG_MAX, a factor Φ carried with Z gives Z's eigenvalues (from the r×r ΦᵀΦ)
 #: when ‖Z − ΦΦᵀ‖_F is at most this times max(1, λ_max(ΦΦᵀ)) (the bounds are then within it).
 FACTOR_MATCH_TOL = 1e-10
-#: ARPACK tolerance for λ_min(Z) on Z − λ_max I (relative to λ_max: kernel_psd's scale).
-PSD_LANCZOS_TOL = 1e-12
 #: A margin within this distance of a kink of a non-smooth loss is at the kink (its
 #: multiplier is free in −C ∂ℓ, [0, C] for the hinge).
 HINGE_KINK_TOL = 1e-6
@@ -113,8 +116,14 @@ def check_pairs(pairs, labels, n: int) -> tuple[np.ndarray, np.ndarray]:
     return P, T
 
 
-class NPKL(Problem):
+class NPKL(Model):
     """Non-parametric kernel learning [003 eq. 1] (see the module docstring for the maths).
+
+    A named model (docs/design.md §2a): ``TraceProduct(Z, Δ) + MarginLossTerm(entries(Z, i, j),
+    T, ℓ, C)`` subject to ``PSD(Z)``, structure tag ``npkl/<loss>``. Its certificate is the
+    conic form of the model's optimality conditions (module docstring: ``G ⪰ 0``, ``Z ⪰ 0``,
+    ``⟨G, Z⟩ = 0`` and the bound they give), computed without forming what a factor of ``Z``
+    makes unnecessary; ``npkl.add(term)`` is a variant with the model's own certificate.
 
     Parameters
     ----------
@@ -137,6 +146,7 @@ class NPKL(Problem):
     """
 
     family = "npkl"
+    reads_multipliers = False  # the pair multipliers are read from x["y"], not info
     kkt_options = {"multipliers": Option(
         "auto", "'auto': the solution's pair multipliers y when it has them; 'recover': from "
         "Z alone", choice("auto", "recover"))}
@@ -162,7 +172,7 @@ class NPKL(Problem):
             raise InvalidInputError("Delta is empty (0x0): NPKL needs at least two points.")
         check_symmetric(Delta, "Delta")
         if lambda_min_bound is None:
-            lambda_min_bound = extreme_eigenvalues(Delta)[0]
+            lambda_min_bound = extreme_eigenvalues(Delta, DENSE_EIG_MAX)[0]
             if not lambda_min_bound > 0:
                 raise InvalidInputError(
                     f"Delta must be positive definite; its smallest eigenvalue is "
@@ -191,13 +201,12 @@ class NPKL(Problem):
         self.lambda_min_bound = float(lambda_min_bound)
         self.n = n
         self.m = self.pairs.shape[0]
-        self._freeze()
+        Z = Variable("Z", (n, n))
+        pair_entries = entries(Z, self.pairs[:, 0], self.pairs[:, 1])
+        super().__init__([TraceProduct(Z, self.Delta), MarginLossTerm(
+            pair_entries, self.labels, loss, weight=C)], [PSD(Z)], prediction=Z, name="npkl")
 
     # ------------------------------------------------------------------ declaration
-    @property
-    def variables(self) -> dict[str, tuple[int, ...]]:
-        return {"Z": (self.n, self.n)}
-
     @property
     def structure(self) -> Structure:
         sparse = sp.issparse(self.Delta)
@@ -230,17 +239,6 @@ class NPKL(Problem):
     def margins(self, Z: np.ndarray) -> np.ndarray:
         """``t_p = T_p Z_ij`` for every pair."""
         return self.labels * Z[self.pairs[:, 0], self.pairs[:, 1]]
-
-    def trace_term(self, Z: np.ndarray) -> float:
-        """``tr(ΔZ) = ⟨Δ, Z⟩`` (Δ is symmetric; over its nonzeros when it is sparse)."""
-        return _inner(self.Delta, Z)
-
-    def objective(self, x) -> float:
-        Z = self.unpack(x)["Z"]
-        return self.trace_term(Z) + self.C * float(np.sum(self.loss.value(self.margins(Z))))
-
-    def prediction(self, x) -> np.ndarray:
-        return self.unpack(x)["Z"]
 
     def gradient_matrix(self, y: np.ndarray):
         """``G = Δ − Σ_p y_p T_p (E_ij + E_ji)/2`` (sparse when Δ is)."""
@@ -338,7 +336,7 @@ class NPKL(Problem):
         :meth:`~ssl_opt.problems.npkl.boundary.BoundaryReduction.schur_times`)."""
         delta_times = getattr(self, "_delta_times", None)
         if self.n <= DENSE_EIG_MAX or sp.issparse(G) or delta_times is None:
-            return extreme_eigenvalues(G)
+            return extreme_eigenvalues(G, DENSE_EIG_MAX)
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         w = -0.5 * y * self.labels
         W = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([i, j]),
@@ -346,7 +344,7 @@ class NPKL(Problem):
                           shape=(self.n, self.n))
         op = LinearOperator((self.n, self.n), dtype=np.float64,
                             matvec=lambda v: delta_times(v.ravel()) + W @ v.ravel())
-        return _lanczos(op, "SA"), _lanczos(op, "LA")
+        return lanczos(op, "SA"), lanczos(op, "LA")
 
     def _kkt(self, x, multipliers: str) -> dict[str, float]:
         """Relative optimality residuals (0 at an optimum; see the module docstring):
@@ -477,7 +475,7 @@ class _Kernel:
             if e <= FACTOR_MATCH_TOL * max(1.0, hi):
                 return lo - e, hi + e
         if self.n <= DENSE_EIG_MAX:
-            return extreme_eigenvalues(self.Z)
+            return extreme_eigenvalues(self.Z, DENSE_EIG_MAX)
         return psd_extremes(self.Z)
 
 
@@ -520,42 +518,3 @@ def _inner(G, Z: np.ndarray) -> float:
         rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
         return float(np.dot(G.data, Z[rows, G.indices]))
     return float(np.sum(G * Z))
-
-
-def _lanczos(A, which: str, tol: float = 1e-10) -> float:
-    """One extreme eigenvalue (``"SA"``/``"LA"``) by Lanczos (ARPACK), its best Ritz value if
-    it does not converge."""
-    n = A.shape[0]
-    try:
-        w = eigsh(A, k=1, which=which, tol=tol, maxiter=20 * n, return_eigenvectors=False)
-    except ArpackNoConvergence as exc:
-        w = exc.eigenvalues
-    return float(w[0]) if len(w) else float("nan")
-
-
-def psd_extremes(Z) -> tuple[float, float]:
-    """``(λ_min, λ_max)`` of a symmetric ``Z`` expected to be PSD (a kernel), by Lanczos:
-    ``λ_max`` first, then ``λ_min`` as ``λ_max + λ_min(Z − λ_max I)``. ARPACK's stopping test
-    is relative to the Ritz value, so on ``Z`` itself the smallest eigenvalue (0 up to
-    round-off, with multiplicity n − rank) is chased to ~1e-10 of itself, for hundreds of
-    products; on the shifted operator the test is relative to ``λ_max``, the scale of the
-    ``kernel_psd`` residual ``max(0, −λ_min) / max(1, λ_max)``, and a few dozen suffice."""
-    n = Z.shape[0]
-    hi = _lanczos(aslinearoperator(Z), "LA")
-    shift = max(hi, 0.0)
-    shifted = LinearOperator((n, n), dtype=np.float64, matvec=lambda v: Z @ v.ravel()
-                             - shift * v.ravel())
-    return _lanczos(shifted, "SA", tol=PSD_LANCZOS_TOL) + shift, hi
-
-
-def extreme_eigenvalues(A) -> tuple[float, float]:
-    """``(λ_min, λ_max)`` of a symmetric matrix: LAPACK up to :data:`DENSE_EIG_MAX`, Lanczos
-    (ARPACK) above, falling back to its best Ritz values if it does not converge."""
-    n = A.shape[0]
-    if n == 0:
-        return 0.0, 0.0
-    if n <= DENSE_EIG_MAX:
-        dense = A.toarray() if sp.issparse(A) else np.asarray(A)
-        w = np.linalg.eigvalsh(0.5 * (dense + dense.T))
-        return float(w[0]), float(w[-1])
-    return _lanczos(A, "SA"), _lanczos(A, "LA")
