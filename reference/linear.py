@@ -4,10 +4,13 @@
   model's program from its terms (``reference/model.py``), a sparse X kept sparse. The convex
   inner problems of TSVM (labels fixed) and DA (``p`` fixed) are L2-SVMs
   (:meth:`TSVM.inner_problem`, :meth:`DAS3VM.inner_problem`), so this covers them.
-* :class:`ExhaustiveTSVM` — the *global* TSVM optimum for tiny ``u``: every balanced labeling
-  (``C(u, round(r·u))`` of them) solved exactly with one parameterized (DPP) CVXPY program.
-  It also gives the global optimum of DA's annealing target when ``r·u`` is an integer (the
-  target is linear in ``p`` for fixed ``w``, so a balanced binary ``p`` attains it).
+* :class:`ExhaustiveTSVM` — the *global* optimum of any transductive model (TSVM, a
+  :class:`~ssl_opt.modeling.TransductiveModel` variant: its penalties, loss and bias) for tiny
+  ``u``: every balanced labeling (``C(u, round(r·u))`` of them) solved exactly with one
+  parameterized (DPP) CVXPY program built from the model's terms, the labels ``ŷ`` its
+  parameter. It also gives the global optimum of DA's annealing target when ``r·u`` is an
+  integer (the target is linear in ``p`` for fixed ``w``, so a balanced binary ``p`` attains
+  it).
 """
 
 from __future__ import annotations
@@ -19,7 +22,8 @@ from math import comb
 import cvxpy as cp
 import numpy as np
 
-from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
+from ssl_opt.modeling.transductive import Transductive, TransductiveModel
+from ssl_opt.problems.linear.problem import DAS3VM, LinearSVM
 from ssl_opt.reference import model as model_reference
 from ssl_opt.reference.attempts import solve_until_optimal
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation, failed_solution
@@ -28,20 +32,6 @@ from ssl_opt.solvers import Option, Solver
 
 #: Largest ``u`` the exhaustive reference accepts (924 labelings at u = 12).
 EXHAUSTIVE_MAX_U = 12
-
-
-def _weights(design):
-    w = cp.Variable(design.d, name="w")
-    b = cp.Variable(name="b") if design.bias else None
-    return w, b
-
-
-def _outputs(X, w, b):
-    return X @ w + (b if b is not None else 0.0)
-
-
-def _regularizer(w, b):
-    return cp.sum_squares(w) + (cp.square(b) if b is not None else 0.0)
 
 
 def in_memory(problem) -> list[str]:
@@ -53,25 +43,39 @@ def in_memory(problem) -> list[str]:
             "reference needs it in memory"]
 
 
-def _stack(w, b) -> np.ndarray:
-    parts = [np.asarray(w.value, dtype=float).ravel()]
-    if b is not None:
-        parts.append([float(b.value)])
-    return np.concatenate(parts)
+def transductive_program(problem: Transductive):
+    """``(program, ŷ, handles)``: ``P(w, b) + 1/(2l) Σ_{i≤l} φ(y_i o_i) + λ'/(2u) Σ_j φ(ŷ_j o_j)``
+    subject to the penalties' constraints [001 eq. 4], from the model's penalty terms, loss
+    and outputs ``o``, with the unlabeled labels ``ŷ`` a CVXPY parameter (DPP: compiled once
+    for every labeling)."""
+    weights = [v for v in (problem.w, problem.b) if v is not None]
+    handles = {v.name: cp.Variable(v.shape, name=v.name) for v in weights}
+    o = problem.outputs_expression.cvxpy(handles)
+    l, u = problem.l, problem.u
+    y_u = cp.Parameter(u, name="y_u")
+    penalty = sum(t.cvxpy(t.argument.cvxpy(handles)) for t in problem.penalty_terms)
+    objective = (penalty + cp.sum(problem.loss.cvxpy(cp.multiply(problem.y, o[:l]))) / (2 * l)
+                 + problem.lam_u * cp.sum(problem.loss.cvxpy(cp.multiply(y_u, o[l:])))
+                 / (2 * u))
+    constraints = [c for t in problem.penalty_constraints
+                   for c in t.cvxpy(t.argument.cvxpy(handles))]
+    return cp.Problem(cp.Minimize(objective), constraints), y_u, handles
 
 
 PRIMAL = Formulation(LinearSVM, model_reference.build, model_reference.recover, in_memory)
 
 
 class ExhaustiveTSVM(Solver):
-    """Global TSVM (and DA target) optimum by enumerating balanced labelings (tiny u)."""
+    """Global optimum of a transductive model (and of DA's target) by enumerating balanced
+    labelings (tiny u)."""
 
     name = "tsvm-exhaustive"
     backend = "reference"
     tolerance_family = "reference"
-    problem_types = (TSVM, DAS3VM)
-    description = ("Global optimum of TSVM (and of DA's T = 0 target) for u <= 12: every "
-                   "balanced labeling solved exactly by CVXPY (one DPP program).")
+    problem_types = (TransductiveModel, DAS3VM)
+    description = ("Global optimum of TSVM or any transductive model (and of DA's T = 0 "
+                   "target) for u <= 12: every balanced labeling solved exactly by CVXPY (one "
+                   "DPP program from the model's terms).")
     options = {
         "cvxpy_solver": Option(None, "CVXPY solver for each labeling's L2-SVM (None: "
                                "Clarabel, then SCS if no Clarabel path ends optimal)",
@@ -97,22 +101,18 @@ class ExhaustiveTSVM(Solver):
 
 
     def _solve(self, problem, cvxpy_solver, solver_options, retries) -> Solution:
-        design, l = problem.design, problem.l
-        w, b = _weights(design)
-        o = _outputs(design.X, w, b)
-        y_u = cp.Parameter(problem.u, name="y_u")
-        objective = (0.5 * problem.lam * _regularizer(w, b)
-                     + cp.sum_squares(cp.pos(1 - cp.multiply(problem.y, o[:l]))) / (2 * l)
-                     + problem.lam_u * cp.sum_squares(cp.pos(1 - cp.multiply(y_u, o[l:])))
-                     / (2 * problem.u))
-        prog = cp.Problem(cp.Minimize(objective))
+        prog, y_u, handles = transductive_program(problem)
+
+        def recover() -> dict[str, np.ndarray]:
+            return {k: np.asarray(h.value, dtype=np.float64) for k, h in handles.items()}
+
         best, values, inaccurate, retried = None, [], 0, 0
         for positives in combinations(range(problem.u), problem.n_pos):
             labels = -np.ones(problem.u)
             labels[list(positives)] = 1.0
             y_u.value = labels
-            outcome = solve_until_optimal(prog, cvxpy_solver, solver_options,
-                                          recover=lambda: _stack(w, b), retries=retries)
+            outcome = solve_until_optimal(prog, cvxpy_solver, solver_options, recover=recover,
+                                          retries=retries)
             if outcome.attempt is None:
                 return failed_solution(problem, outcome.reason, outcome)
             inaccurate += not outcome.optimal
@@ -120,8 +120,8 @@ class ExhaustiveTSVM(Solver):
             values.append(outcome.objective)
             if best is None or values[-1] < best[0]:
                 best = (values[-1], labels, outcome.value, outcome.attempt.solver)
-        _, labels, w_best, best_solver = best
-        x = {"w": w_best}
+        _, labels, weights, best_solver = best
+        x = dict(weights)
         if isinstance(problem, DAS3VM):
             x.update(p=(labels > 0).astype(float), T=np.array(0.0))
         else:

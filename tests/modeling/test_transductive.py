@@ -160,6 +160,40 @@ def test_huber_elastic_net_exhaustive_tiny():
             assert J({**sol.x, "y_u": switched}) >= found - 1e-12
 
 
+def test_the_global_reference_of_a_transductive_variant_is_the_best_labeling():
+    """``tsvm-exhaustive`` takes any transductive model: its optimum is the smallest over the
+    balanced labelings of a CVXPY program written here by hand (Huber hinge, elastic net, free
+    bias), and ``certify`` reports the switching solution's gap to it."""
+    l1, l2, lam_u = 1e-3, 1e-2, 1.0
+    X, y = _text(14, 10, 6, seed=4, density=0.4)
+    tm = TransductiveModel(X, y, lam_u, lambda v: ElasticNet(v, l1, l2), loss="huber_hinge",
+                           r=0.5, bias="free")
+    glob = ssl_opt.solve(tm, solver="tsvm-exhaustive")
+    assert glob.status == OPTIMAL and glob.info["labelings"] == 70
+    Xd = X.toarray()
+    w, b = cp.Variable(10), cp.Variable()
+    o = Xd @ w + b
+
+    def huber(m):  # δ = 0.5: t²/(2δ) for t = (1 − m)₊ ≤ δ, t − δ/2 beyond
+        return cp.huber(cp.pos(1 - m), 0.5) / (2 * 0.5)
+
+    best = np.inf
+    for positives in itertools.combinations(range(tm.u), tm.n_pos):
+        labels = -np.ones(tm.u)
+        labels[list(positives)] = 1.0
+        prog = cp.Problem(cp.Minimize(
+            l1 * cp.norm1(w) + l2 * cp.sum_squares(w)
+            + cp.sum(huber(cp.multiply(y, o[:6]))) / 12
+            + lam_u * cp.sum(huber(cp.multiply(labels, o[6:]))) / (2 * tm.u)))
+        prog.solve(solver="CLARABEL")
+        best = min(best, prog.value)
+    assert glob.objective == pytest.approx(best, rel=1e-6)
+    assert tm.objective(glob.x) == pytest.approx(glob.objective, rel=1e-6)
+    sol = ssl_opt.solve(tm, solver="tsvm-model")
+    cert = ssl_opt.certify(tm, sol)
+    assert cert.passed and any("global optimum (tsvm-exhaustive)" in n for n in cert.notes)
+
+
 # ------------------------------------------------------------------------ (c) logistic
 def test_logistic_elastic_net_certifies():
     X, y = _text(80, 60, 12, seed=5, density=0.15)
