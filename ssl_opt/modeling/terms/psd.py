@@ -18,6 +18,8 @@ r"""The positive semidefinite cone on a square matrix argument: NPKL's kernel ``
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
@@ -56,6 +58,9 @@ class PSD(Constraint):
                                     f"{self.shape}.")
         self._eig: tuple | None = None
 
+    def __getstate__(self) -> dict:
+        return {**self.__dict__, "_eig": None}  # the cached decomposition is not pickled
+
     def cvxpy(self, z):
         return [z == z.T, 0.5 * (z + z.T) >> 0]
 
@@ -80,14 +85,14 @@ class PSD(Constraint):
     def _null_space(self, z: np.ndarray, tol: float) -> np.ndarray:
         """The eigenvectors of ``sym(z)`` with eigenvalues ≤ ``tol`` (one decomposition per
         ``z`` object)."""
-        if self._eig is None or self._eig[0] is not z:
-            self._eig = (z, *np.linalg.eigh(_sym(z)))
+        if self._eig is None or self._eig[0]() is not z:
+            self._eig = (weakref.ref(z), *np.linalg.eigh(_sym(z)))  # z itself is not kept
         _, w, U = self._eig
         return U[:, w <= tol]
 
     def project_subgradient(self, z, u, tol):
         u = np.asarray(u, dtype=np.float64)
-        U0 = self._null_space(z, tol)
+        U0 = self._null_space(np.asarray(z, dtype=np.float64), tol)
         skew = 0.5 * (u - u.T)
         if U0.shape[1] == 0:
             return skew
