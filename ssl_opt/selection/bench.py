@@ -2,7 +2,8 @@
 
 For every variant of the family and every size of the grid, each applicable solver runs on the
 same generated instance (runs under 0.2 s three times, keeping the fastest; wall time and peak
-memory by :func:`~ssl_opt.selection.measure.measure`),
+memory by :func:`~ssl_opt.selection.measure.measure`; a solver with a ``time_limit`` option
+gets the benchmark's, so no run goes far past it; one predicted beyond it is skipped),
 is certified against the best certified reference
 optimum (objective gap and the problem's own residuals), and is compared with its cost-model
 prediction. The report holds:
@@ -139,9 +140,12 @@ def _residual_text(residuals: dict) -> str:
 
 
 def _run_one(problem, solver, prediction, scale, size, key, model_sizes,
-             repeat_below) -> tuple[Run, object]:
+             repeat_below, time_limit) -> tuple[Run, object]:
+    """One timed solve; a solver with a ``time_limit`` option gets the benchmark's (it then
+    returns its best point with status ``time_limit`` unless that point certifies)."""
     beyond = prediction.size / max(model_sizes) if model_sizes else math.nan
-    m, _ = measure_fastest(lambda: solver.solve(problem), repeat_below)
+    limit = {"time_limit": time_limit} if "time_limit" in solver.options else {}
+    m, _ = measure_fastest(lambda: solver.solve(problem, **limit), repeat_below)
     sol = m.result
     return Run(key, scale, size, solver.name, solver.backend, sol.status, None, m.seconds,
                m.peak_bytes / 2**20, int(sol.iterations), float(sol.objective), math.nan,
@@ -276,7 +280,7 @@ def _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slo
         else:
             try:
                 run, sol = _run_one(problem, solver, prediction, scale, size, key,
-                                    model_sizes, repeat_below)
+                                    model_sizes, repeat_below, time_limit)
             except Exception as exc:  # one solver's bug must not end the benchmark
                 run, sol = _skipped(key, scale, size, solver, prediction,
                                     f"raised {type(exc).__name__}: {exc}"), None

@@ -146,6 +146,21 @@ def test_bench_skips_what_is_predicted_beyond_the_time_limit(cache, tmp_path):
     assert np.isnan(rep.runs[0].reference_objective)
 
 
+def test_bench_passes_its_time_limit_to_a_solver_that_takes_one(cache):
+    """pdhg on the hinge NPKL at l = 69 needs ~14,000 iterations (over 10 s); predicted fast
+    here, it runs, and with the benchmark's 1 s limit it stops and says so."""
+    from ssl_opt.selection.cost_model import CostModel, PowerLaw
+
+    fast = CostModel("pdhg", "npkl/hinge", ("l",), PowerLaw(0, 0.1, 0), None,
+                     ((1.0, 0.1, 0.0), (2.0, 0.1, 0.0)))
+    model_store.save_models([fast])
+    model_store.clear_cache()
+    rep = run_bench("npkl", sizes=[100], variants=["hinge"], solvers=["pdhg"], out_dir=None,
+                    progress=False, time_limit=1.0)
+    run = next(r for r in rep.runs if r.solver == "pdhg")
+    assert run.status == "time_limit" and run.time_s < 5.0
+
+
 def test_bench_skips_a_solver_that_declares_it_stalls_unless_named(cache):
     """FISTA declares that it stalls on a kernel expansion (LapSVM, a named model every
     generic solver applies to): the bench lists it as skipped with that reason, and runs it
