@@ -90,6 +90,13 @@ def test_psd_feasibility_reads_asymmetry_and_negative_eigenvalues():
     assert term.feasibility(skewed) > 0.5 / np.max(np.abs(skewed)) - 1e-12
 
 
+def test_psd_reports_a_non_finite_point_as_infeasible():
+    p = _npkl("square")
+    variant = p.add(Ridge(p["Z"], 0.2))
+    residuals = variant.kkt({"Z": np.full((p.n, p.n), np.nan)})
+    assert residuals["feasibility"] == np.inf and not residuals["stationarity"] <= 1e-6
+
+
 def test_psd_prox_passes_the_term_checks():
     check_term(PSD(Variable("Z", (6, 6))), _sym_psd(6, 2, 4))
 

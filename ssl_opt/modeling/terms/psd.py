@@ -66,6 +66,8 @@ class PSD(Constraint):
 
     def feasibility(self, z):
         z = np.asarray(z, dtype=np.float64)
+        if not np.all(np.isfinite(z)):
+            return float("inf")
         scale = max(1.0, float(np.max(np.abs(z), initial=0.0)))
         asymmetry = float(np.max(np.abs(z - z.T), initial=0.0)) / scale
         S = _sym(z)
@@ -92,8 +94,11 @@ class PSD(Constraint):
 
     def project_subgradient(self, z, u, tol):
         u = np.asarray(u, dtype=np.float64)
-        U0 = self._null_space(np.asarray(z, dtype=np.float64), tol)
+        z = np.asarray(z, dtype=np.float64)
         skew = 0.5 * (u - u.T)
+        if not np.all(np.isfinite(z)):  # no cone to project onto: the residual reports it
+            return skew
+        U0 = self._null_space(z, tol)
         if U0.shape[1] == 0:
             return skew
         inner = psd_projection(-(U0.T @ _sym(u) @ U0))
