@@ -94,7 +94,10 @@ class ExhaustiveTSVM(Solver):
         if isinstance(problem, DAS3VM) and abs(problem.r * problem.u - problem.n_pos) > 1e-9:
             missing.append(f"an integral r·u for DA (r·u = {problem.r * problem.u:.4g}; the "
                            "optimal p is then fractional, not a labeling)")
-        return missing
+        if "cvxpy" not in problem.loss.capabilities:
+            missing.append(f"a CVXPY expression for the loss {problem.loss.name!r} (it has none)")
+        return missing + model_reference.terms_missing(problem.penalty_terms
+                                                       + problem.penalty_constraints)
 
     def predicted_time(self, problem) -> float:
         return 0.01 * comb(problem.u, problem.n_pos)

@@ -182,8 +182,14 @@ def _kernel_substitutions(model: Model) -> dict[str, np.ndarray]:
 
 
 def missing(model: Model) -> list[str]:
+    return terms_missing(model.all_terms)
+
+
+def terms_missing(terms) -> list[str]:
+    """Why ``terms`` cannot enter a CVXPY program (no CVXPY form, a products-only operator in
+    the argument, non-convex), one reason each."""
     reasons = []
-    for term in model.all_terms:
+    for term in terms:
         if "cvxpy" not in term.capabilities:
             reasons.append(f"a CVXPY expression for {term.describe()} (it has none)")
         if not term.argument.explicit:

@@ -194,6 +194,24 @@ def test_the_global_reference_of_a_transductive_variant_is_the_best_labeling():
     assert cert.passed and any("global optimum (tsvm-exhaustive)" in n for n in cert.notes)
 
 
+def test_the_global_reference_names_a_penalty_without_a_cvxpy_form():
+    from ssl_opt.modeling.term import Term
+
+    class Quartic(Term):  # a user penalty with a value and a gradient, no CVXPY form
+        name = "quartic"
+
+        def value(self, z):
+            return float(self.weight * np.sum(z**4))
+
+        def gradient(self, z):
+            return 4.0 * self.weight * z**3
+
+    X, y = _text(14, 10, 6, seed=4, density=0.4)
+    tm = TransductiveModel(X, y, 1.0, lambda v: Quartic(v, 1e-2), r=0.5, bias=False)
+    reasons = registry.get_solver("tsvm-exhaustive").missing(tm)
+    assert any("CVXPY expression for quartic" in r for r in reasons), reasons
+
+
 # ------------------------------------------------------------------------ (c) logistic
 def test_logistic_elastic_net_certifies():
     X, y = _text(80, 60, 12, seed=5, density=0.15)

@@ -24,7 +24,7 @@ import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Constraint
-from ssl_opt.numerics.eigen import DENSE_EIG_MAX, psd_extremes
+from ssl_opt.numerics.eigen import DENSE_EIG_MAX, extreme_eigenvalues, psd_extremes
 
 
 def _sym(v: np.ndarray) -> np.ndarray:
@@ -71,11 +71,7 @@ class PSD(Constraint):
         scale = max(1.0, float(np.max(np.abs(z), initial=0.0)))
         asymmetry = float(np.max(np.abs(z - z.T), initial=0.0)) / scale
         S = _sym(z)
-        if S.shape[0] <= DENSE_EIG_MAX:
-            w = np.linalg.eigvalsh(S)
-            lo, hi = float(w[0]), float(w[-1])
-        else:
-            lo, hi = psd_extremes(S)
+        lo, hi = extreme_eigenvalues(S) if S.shape[0] <= DENSE_EIG_MAX else psd_extremes(S)
         return max(asymmetry, max(0.0, -lo) / max(1.0, hi))
 
     def prox(self, v, t):

@@ -84,6 +84,16 @@ class LinearScore(Linear):
         self.c = -self.G
 
 
+def matrix_inner(C, Z: np.ndarray) -> float:
+    """``⟨C, Z⟩ = Σ_ij C_ij Z_ij``, over the stored entries of ``C`` when it is sparse (no dense
+    copy of C)."""
+    if sp.issparse(C):
+        C = sp.csr_matrix(C)
+        rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
+        return float(np.dot(C.data, np.asarray(Z)[rows, C.indices]))
+    return float(np.sum(C * Z))
+
+
 class TraceProduct(Term):
     """``w⟨C, Z⟩ = w tr(CᵀZ)`` on a matrix argument, ``C`` dense or sparse and kept so (NPKL's
     ``tr(ΔZ)`` [003 eq. 1] with a sparse Δ): a :class:`Linear` term that never densifies its
@@ -102,10 +112,7 @@ class TraceProduct(Term):
             C, dtype=np.float64)
 
     def value(self, z):
-        if sp.issparse(self.C):
-            rows = np.repeat(np.arange(self.C.shape[0]), np.diff(self.C.indptr))
-            return float(self.weight * np.dot(self.C.data, np.asarray(z)[rows, self.C.indices]))
-        return float(self.weight * np.sum(self.C * z))
+        return self.weight * matrix_inner(self.C, z)
 
     def cvxpy(self, z):
         return self.weight * cp.sum(cp.multiply(self.C, z))

@@ -50,6 +50,7 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.expressions import Variable, entries
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import PSD, MarginLossTerm, TraceProduct
+from ssl_opt.modeling.terms.smooth import matrix_inner
 from ssl_opt.numerics import eigen
 from ssl_opt.numerics.eigen import extreme_eigenvalues, lanczos, psd_extremes
 from ssl_opt.problems.base import Structure
@@ -458,7 +459,7 @@ class _Kernel:
     def inner(self, G) -> float:
         """``⟨G, Z⟩`` over the nonzeros of a sparse ``G``; ``⟨GΦ, Φ⟩`` for a dense one."""
         if self.Z is not None:
-            return _inner(G, self.Z)
+            return matrix_inner(G, self.Z)
         if sp.issparse(G):
             G = sp.csr_matrix(G)
             rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
@@ -509,12 +510,3 @@ def _max_asymmetry(Z: np.ndarray, tile: int = 256) -> float:
             D = Z[a:a + tile, b:b + tile] - Z[b:b + tile, a:a + tile].T
             out = max(out, float(D.max(initial=0.0)), -float(D.min(initial=0.0)))
     return out
-
-
-def _inner(G, Z: np.ndarray) -> float:
-    """``⟨G, Z⟩`` over the nonzeros of ``G`` when it is sparse."""
-    if sp.issparse(G):
-        G = sp.csr_matrix(G)
-        rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
-        return float(np.dot(G.data, Z[rows, G.indices]))
-    return float(np.sum(G * Z))
