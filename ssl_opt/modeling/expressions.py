@@ -453,6 +453,10 @@ class Entries(LinearMap):
 
 def entries(expr: Affine, rows, cols) -> Affine:
     """The entries ``expr[rows[p], cols[p]]`` of a matrix expression, as a vector."""
+    for name, index in (("rows", rows), ("cols", cols)):
+        if not np.issubdtype(np.asarray(index).dtype, np.integer):
+            raise InvalidInputError(f"{name} of entries must be integer indices, got dtype "
+                                    f"{np.asarray(index).dtype}.")
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     if len(expr.shape) != 2 or rows.ndim != 1 or rows.shape != cols.shape or not rows.size:
         raise InvalidInputError(f"entries needs a matrix expression and two equal-length, "

@@ -119,6 +119,15 @@ def test_entries_and_trace_product_against_numpy():
         assert np.allclose(t.gradient(V), 0.5 * D.toarray())
     with pytest.raises(ValueError, match="entries"):
         entries(Z, [0, 5], [1, 1])
+    with pytest.raises(ValueError, match="rows of entries must be integer"):
+        entries(Z, [0.5, 1.0], [1, 1])
+    bad = D.toarray()
+    bad[0, 0] = np.nan
+    for C in (bad, bad.astype(complex)):
+        with pytest.raises(ValueError, match="C of TraceProduct must hold finite real"):
+            TraceProduct(Z, C)
+    with pytest.raises(ValueError, match="C of TraceProduct must be a matrix"):
+        TraceProduct(Z, np.ones((4, 5)))
 
 
 # ---------------------------------------------------------------------- the named model

@@ -108,6 +108,10 @@ class TraceProduct(Term):
         if len(self.shape) != 2 or getattr(C, "shape", None) != self.shape:
             raise InvalidInputError(f"C of TraceProduct must be a matrix of the argument's "
                                     f"shape {self.shape}, got {getattr(C, 'shape', None)}.")
+        values = C.data if sp.issparse(C) else np.asarray(C)
+        if np.iscomplexobj(values) or not np.all(np.isfinite(values)):
+            raise InvalidInputError("C of TraceProduct must hold finite real numbers (no NaN, "
+                                    "inf or complex entries).")
         self.C = sp.csr_matrix(C, dtype=np.float64) if sp.issparse(C) else np.asarray(
             C, dtype=np.float64)
 
