@@ -68,8 +68,9 @@ from ssl_opt._validation import (
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
+from ssl_opt.numerics.eigen import DENSE_EIG_MAX
 from ssl_opt.numerics.small_qp import box_qp, nonneg_qp, spd_solve
-from ssl_opt.problems.npkl.problem import DENSE_EIG_MAX, NPKL
+from ssl_opt.problems.npkl.problem import NPKL
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
 from ssl_opt.solvers import Option, Solver, capabilities_of
 

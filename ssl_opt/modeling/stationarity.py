@@ -23,6 +23,11 @@ the residual at (the projection of) those multipliers only, the cheap upper boun
 checks before paying for the minimization. Any feasible ``u`` bounds the
 minimum from above, so an early stop never understates the residual.
 
+With one :class:`~ssl_opt.modeling.terms.PSD` constraint on a whole variable, the conic reading
+of the same conditions (``G ⪰ 0``, ``⟨G, Z⟩ = 0`` at the other terms' multipliers,
+:func:`~ssl_opt.modeling.conic.psd_stationarity`) is computed too and the smaller reported:
+the normal cone above depends on which eigenvalues of ``Z`` count as 0.
+
 A non-smooth term that cannot project onto its subdifferential (a user term with only a value
 and a CVXPY expression) leaves stationarity unmeasurable: it is not reported, and the
 certificate rests on the gap to the reference and on feasibility.
@@ -33,7 +38,9 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse.linalg as spla
 
+from ssl_opt.modeling.conic import psd_stationarity
 from ssl_opt.modeling.term import Constraint
+from ssl_opt.modeling.terms.psd import PSD
 
 
 def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: float = 1e-10,
@@ -91,10 +98,20 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
     if (complementarity == "measured" and result["stationarity"] > kink_tol
             and any(t.measures_complementarity for t in free)):
         budget = kink_tol * max(1.0, fixed_scale)
-        best_u, best = _minimize(projector(budget), best_u, *maps)
-        measured = _finish(dict(out), model, free, best_u, best, fixed_scale)
+        measured_u, best = _minimize(projector(budget), best_u, *maps)
+        measured = _finish(dict(out), model, free, measured_u, best, fixed_scale)
         if measured["stationarity"] < result["stationarity"]:
-            result = measured
+            result, best_u = measured, measured_u
+    cones = [k for k, t in enumerate(free) if isinstance(t, PSD)]
+    if len(cones) == 1 and result["stationarity"] > 0.0:
+        # The conic reading (G ⪰ 0, ⟨G, Z⟩ = 0) at the other terms' multipliers; the smaller
+        # of the two is reported, as with the complementarity budget above.
+        others = [np.zeros(u.shape) if k == cones[0] else u for k, u in enumerate(best_u)]
+        conic = psd_stationarity(model, free[cones[0]],
+                                 model.unpack_flat(fixed + pull(others)), values,
+                                 _reported_scale(model, free, others, fixed_scale))
+        if conic is not None and conic < result["stationarity"]:
+            result["stationarity"] = conic
     return result
 
 

@@ -1,7 +1,8 @@
 """NPKL's certificate above DENSE_EIG_MAX (forced here on small problems by lowering it): the
 eigenvalues of G from Lanczos on sparse products (or on Δ̃x from the sparse blocks and the
 factor of Δ_UU for the boundary problem), those of Z from the factor Φ (Z = ΦΦᵀ, checked against
-Z) or from Lanczos on the shifted dense Z. Every residual is compared with a dense numpy
+Z) or from Lanczos on the shifted dense Z (the threshold is `ssl_opt.numerics.eigen`'s, which the
+core's conic certificate and NPKL read). Every residual is compared with a dense numpy
 computation written here from the docs' table (numpy eigvalsh), at BCD's solution and at wrong
 points whose certificate must fail."""
 
@@ -14,8 +15,8 @@ import scipy.sparse as sp
 import ssl_opt
 from ssl_opt.builders import knn_graph
 from ssl_opt.datasets.clusters import double_spiral, pairwise_constraints
+from ssl_opt.numerics import eigen
 from ssl_opt.problems import NPKL
-from ssl_opt.problems.npkl import problem as npkl_problem
 
 
 def _np_derivative(loss, t):
@@ -78,9 +79,9 @@ def test_operator_certificate_matches_numpy_at_the_solution(solved, form, monkey
     expected = _expected(p, Z)
     assert max(expected.values()) < 1e-6  # an optimum: the reference certifies it
     dense = p.kkt(x, multipliers="recover")  # n = 80: LAPACK
-    monkeypatch.setattr(npkl_problem, "DENSE_EIG_MAX", 5)
+    monkeypatch.setattr(eigen, "DENSE_EIG_MAX", 5)
     if form != "Z":
-        monkeypatch.setattr(npkl_problem, "psd_extremes", _no_dense_lanczos)
+        monkeypatch.setattr(eigen, "psd_extremes", _no_dense_lanczos)
     _close(dense, expected)
     _close(p.kkt(x, multipliers="recover"), expected)
 
@@ -105,7 +106,7 @@ def test_operator_certificate_fails_at_wrong_points(solved, wrong, monkeypatch):
             Z = Z - 0.01 * np.linalg.eigvalsh(Z)[-1] * np.outer(u, u)
             x = {"Z": Z, "Phi": Phi}
     expected = _expected(p, Z)
-    monkeypatch.setattr(npkl_problem, "DENSE_EIG_MAX", 5)
+    monkeypatch.setattr(eigen, "DENSE_EIG_MAX", 5)
     got = p.kkt(x, multipliers="recover")
     _close(got, expected)
     assert max(got.values()) > 1e-4
@@ -128,7 +129,7 @@ def test_boundary_certificate_uses_the_factored_schur_complement(solved, monkeyp
         calls.append(1)
         return red.schur_times(v)
 
-    monkeypatch.setattr(npkl_problem, "DENSE_EIG_MAX", 5)
+    monkeypatch.setattr(eigen, "DENSE_EIG_MAX", 5)
     object.__setattr__(red.reduced, "_delta_times", counted)  # a frozen problem: a spy
     V = sol.x["V"]
     try:

@@ -179,6 +179,39 @@ def test_the_models_certificate_of_a_variant_tells_its_optimum_from_another_poin
     assert certify(variant, opt).passed
 
 
+def _numpy_conic_stationarity(p: NPKL, ridge: float, Z: np.ndarray) -> float:
+    """max(gradient_psd, complementarity) of NPKL (square loss) + ridge·‖Z‖², densely:
+    G = Δ + sym(Σ_p C ℓ'(t_p) T_p E_ij) + 2·ridge·Z, from numpy's eigvalsh."""
+    i, j = p.pairs[:, 0], p.pairs[:, 1]
+    t = p.labels * Z[i, j]
+    E = np.zeros((p.n, p.n))
+    np.add.at(E, (i, j), p.C * -2.0 * (1.0 - t) * p.labels)
+    G = p.Delta.toarray() + 0.5 * (E + E.T) + 2.0 * ridge * Z
+    g = np.linalg.eigvalsh(G)
+    omega = float(np.sum(p.Delta.toarray() * Z) + p.C * np.sum((1.0 - t) ** 2)
+                  + ridge * np.sum(Z * Z))
+    return max(max(0.0, -g[0]) / max(1.0, g[-1]), abs(float(np.sum(G * Z))) / max(1.0, abs(omega)))
+
+
+def test_a_psd_variants_certificate_reads_the_conic_conditions_at_an_interior_point_optimum():
+    """At an interior-point optimum the small eigenvalues of Z are ~1e-8, not 0, so the PSD
+    normal cone (eigenvalues below a tolerance) reads ~1e-6; the conic reading (G ⪰ 0,
+    ⟨G, Z⟩ = 0) reports the optimum as one, matches numpy's, and fails at a PSD point moved
+    off it."""
+    p, ridge = _npkl("square"), 0.2
+    variant = p.add(Ridge(p["Z"], ridge))
+    opt = ssl_opt.solve(variant, solver="cvxpy")
+    Z = opt.x["Z"]
+    assert np.linalg.eigvalsh(0.5 * (Z + Z.T))[0] > -1e-7  # an interior-point Z: not clipped
+    expected = _numpy_conic_stationarity(p, ridge, 0.5 * (Z + Z.T))
+    assert expected < 1e-8
+    assert variant.kkt(opt)["stationarity"] <= max(1e-8, 2 * expected)
+    moved = Z + 0.05 * _sym_psd(p.n, 3, 7) / p.n
+    got = variant.kkt({"Z": moved})["stationarity"]
+    assert got > 1e-3
+    assert abs(got - _numpy_conic_stationarity(p, ridge, moved)) <= 1e-8 * got
+
+
 def test_pdhg_certifies_the_hinge_npkl_where_bcd_stalls():
     """BCD stops at a fixed point of the factored problem for the hinge ([003 Fig. 1],
     ``stalled``); the generic primal–dual solver, which applies to the named model through the

@@ -24,7 +24,7 @@ import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Constraint
-from ssl_opt.numerics.eigen import DENSE_EIG_MAX, extreme_eigenvalues, psd_extremes
+from ssl_opt.numerics.psd import PSDPoint
 
 
 def _sym(v: np.ndarray) -> np.ndarray:
@@ -65,14 +65,12 @@ class PSD(Constraint):
         return [z == z.T, 0.5 * (z + z.T) >> 0]
 
     def feasibility(self, z):
-        z = np.asarray(z, dtype=np.float64)
-        if not np.all(np.isfinite(z)):
+        point = PSDPoint(self.shape[0], Z=np.asarray(z, dtype=np.float64))
+        if not point.finite():
             return float("inf")
-        scale = max(1.0, float(np.max(np.abs(z), initial=0.0)))
-        asymmetry = float(np.max(np.abs(z - z.T), initial=0.0)) / scale
-        S = _sym(z)
-        lo, hi = extreme_eigenvalues(S) if S.shape[0] <= DENSE_EIG_MAX else psd_extremes(S)
-        return max(asymmetry, max(0.0, -lo) / max(1.0, hi))
+        point, symmetry = point.symmetric_part()
+        lo, hi = point.extremes()
+        return max(symmetry, max(0.0, -lo) / max(1.0, hi))
 
     def prox(self, v, t):
         return psd_projection(v)

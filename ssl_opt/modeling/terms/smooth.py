@@ -35,6 +35,7 @@ from ssl_opt.builders.laplacian import incidence_matrix
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms._common import data_array, square_matrix
+from ssl_opt.numerics.psd import matrix_inner
 
 
 class Linear(Term):
@@ -82,16 +83,6 @@ class LinearScore(Linear):
         Term.__init__(self, argument, weight)
         self.G = data_array(G, "G", self.shape, "LinearScore")
         self.c = -self.G
-
-
-def matrix_inner(C, Z: np.ndarray) -> float:
-    """``⟨C, Z⟩ = Σ_ij C_ij Z_ij``, over the stored entries of ``C`` when it is sparse (no dense
-    copy of C)."""
-    if sp.issparse(C):
-        C = sp.csr_matrix(C)
-        rows = np.repeat(np.arange(C.shape[0]), np.diff(C.indptr))
-        return float(np.dot(C.data, np.asarray(Z)[rows, C.indices]))
-    return float(np.sum(C * Z))
 
 
 class TraceProduct(Term):

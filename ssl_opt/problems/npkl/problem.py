@@ -47,12 +47,13 @@ from ssl_opt._validation import (
 from ssl_opt.builders.laplacian import laplacian, validated_adjacency
 from ssl_opt.components import MarginLoss, get_margin_loss
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.modeling.conic import conic_residuals
 from ssl_opt.modeling.expressions import Variable, entries
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import PSD, MarginLossTerm, TraceProduct
-from ssl_opt.modeling.terms.smooth import matrix_inner
 from ssl_opt.numerics import eigen
-from ssl_opt.numerics.eigen import extreme_eigenvalues, lanczos, psd_extremes
+from ssl_opt.numerics.eigen import extreme_eigenvalues, lanczos
+from ssl_opt.numerics.psd import PSDPoint
 from ssl_opt.problems.base import Structure
 from ssl_opt.solvers import Option
 
@@ -60,11 +61,6 @@ from ssl_opt.solvers import Option
 #: conjugate, quadratic or not, e.g. the logistic's entropy) and subgradients (the pair
 #: multipliers of the certificate; a smooth loss has them from φ').
 LOSS_NEEDS = ("conjugate", "subgradient")
-#: Up to this size the certificate uses dense eigenvalue decompositions, above it Lanczos.
-DENSE_EIG_MAX = eigen.DENSE_EIG_MAX
-#: Above DENSE_EIG_MAX, a factor Φ carried with Z gives Z's eigenvalues (from the r×r ΦᵀΦ)
-#: when ‖Z − ΦΦᵀ‖_F is at most this times max(1, λ_max(ΦΦᵀ)) (the bounds are then within it).
-FACTOR_MATCH_TOL = 1e-10
 #: A margin within this distance of a kink of a non-smooth loss is at the kink (its
 #: multiplier is free in −C ∂ℓ, [0, C] for the hinge).
 HINGE_KINK_TOL = 1e-6
@@ -173,7 +169,7 @@ class NPKL(Model):
             raise InvalidInputError("Delta is empty (0x0): NPKL needs at least two points.")
         check_symmetric(Delta, "Delta")
         if lambda_min_bound is None:
-            lambda_min_bound = extreme_eigenvalues(Delta, DENSE_EIG_MAX)[0]
+            lambda_min_bound = extreme_eigenvalues(Delta, eigen.DENSE_EIG_MAX)[0]
             if not lambda_min_bound > 0:
                 raise InvalidInputError(
                     f"Delta must be positive definite; its smallest eigenvalue is "
@@ -274,9 +270,9 @@ class NPKL(Model):
         at a kink (within ``HINGE_KINK_TOL``, e.g. ``|t − 1|`` for the hinge) get the ``y`` in
         that interval (``[0, C]`` for the hinge) that best satisfies ``GZ = 0`` in least squares
         (exact at an optimum, where ``G ⪰ 0, Z ⪰ 0, ⟨G, Z⟩ = 0`` give ``GZ = 0``)."""
-        return self._multipliers(_Kernel(self.n, Z=np.asarray(Z)))
+        return self._multipliers(PSDPoint(self.n, Z=np.asarray(Z)))
 
-    def _multipliers(self, kernel: _Kernel) -> np.ndarray:
+    def _multipliers(self, kernel: PSDPoint) -> np.ndarray:
         """:meth:`pair_multipliers` for a kernel given densely or as a factor."""
         t = self.labels * kernel.entries(self.pairs[:, 0], self.pairs[:, 1])
         if self.loss.smooth:
@@ -289,7 +285,7 @@ class NPKL(Model):
             y[kink] = self._fit_kink_multipliers(kernel, y, kink, lower[kink], upper[kink])
         return y
 
-    def _fit_kink_multipliers(self, kernel: _Kernel, y, kink, lower, upper) -> np.ndarray:
+    def _fit_kink_multipliers(self, kernel: PSDPoint, y, kink, lower, upper) -> np.ndarray:
         i, j = self.pairs[kink, 0], self.pairs[kink, 1]
         rows = np.unique(np.concatenate([i, j]))
         k, n = kink.size, self.n
@@ -315,7 +311,7 @@ class NPKL(Model):
                              lsmr_tol="auto", max_iter=2000)
         return fit.x
 
-    def _kernel_of(self, x) -> _Kernel:
+    def _kernel_of(self, x) -> PSDPoint:
         """The point's kernel: ``x["Z"]`` (with ``x["Phi"]`` when it carries ``Z = ΦΦᵀ``'s
         factor, checked against Z before use), or ``x["Phi"]`` alone (Z never formed)."""
         values = getattr(x, "x", x)
@@ -327,8 +323,8 @@ class NPKL(Model):
                     f"x['Phi'] must be the factor of Z = ΦΦᵀ, an ({self.n}, r) array; got "
                     f"shape {Phi.shape}.")
             if "Z" not in values:
-                return _Kernel(self.n, Phi=Phi)
-        return _Kernel(self.n, Z=self.unpack(x)["Z"], Phi=Phi)
+                return PSDPoint(self.n, Phi=Phi)
+        return PSDPoint(self.n, Z=self.unpack(x)["Z"], Phi=Phi)
 
     def _gradient_extremes(self, G, y: np.ndarray) -> tuple[float, float]:
         """``(λ_min(G), λ_max(G))``: :func:`extreme_eigenvalues` of ``G`` (sparse Lanczos when
@@ -336,8 +332,8 @@ class NPKL(Model):
         (the boundary problem's ``Δ̃x`` from the sparse blocks and the factor of ``Δ_UU``,
         :meth:`~ssl_opt.problems.npkl.boundary.BoundaryReduction.schur_times`)."""
         delta_times = getattr(self, "_delta_times", None)
-        if self.n <= DENSE_EIG_MAX or sp.issparse(G) or delta_times is None:
-            return extreme_eigenvalues(G, DENSE_EIG_MAX)
+        if self.n <= eigen.DENSE_EIG_MAX or sp.issparse(G) or delta_times is None:
+            return extreme_eigenvalues(G, eigen.DENSE_EIG_MAX)
         i, j = self.pairs[:, 0], self.pairs[:, 1]
         w = -0.5 * y * self.labels
         W = sp.csr_matrix((np.concatenate([w, w]), (np.concatenate([i, j]),
@@ -348,13 +344,10 @@ class NPKL(Model):
         return lanczos(op, "SA"), lanczos(op, "LA")
 
     def _kkt(self, x, multipliers: str) -> dict[str, float]:
-        """Relative optimality residuals (0 at an optimum; see the module docstring):
+        """The conic certificate of the core (:mod:`ssl_opt.modeling.conic`: ``gradient_psd``,
+        ``kernel_psd``, ``complementarity``, ``symmetry`` and ``suboptimality_bound`` with
+        ``tr Z* ≤ Ω(Z)/λ_min(Δ)``) at ``G`` of the pair multipliers ``y``, and
 
-        * ``gradient_psd`` ``max(0, −λ_min(G)) / max(1, λ_max(G))``;
-        * ``kernel_psd`` ``max(0, −λ_min(Z)) / max(1, λ_max(Z))``;
-        * ``complementarity`` ``|⟨G, Z⟩| / max(1, |Ω(Z)|)``;
-        * ``suboptimality_bound`` the bound on ``(Ω(Z) − Ω*) / max(1, |Ω(Z)|)`` above;
-        * ``symmetry`` ``max|Z − Zᵀ| / max(1, max|Z|)``;
         * non-smooth ℓ only, ``pair_multipliers``: ``max_p`` of the loss's
           :meth:`~ssl_opt.components.MarginLoss.subgradient_residual` of ``−y_p/C ∈ ∂ℓ(t_p)``;
           for the hinge (``y ∈ [0, C]``, ``y_p = C`` when ``t_p < 1`` and ``0`` when
@@ -364,8 +357,9 @@ class NPKL(Model):
         ``y`` is the solver's (``x["y"]``) when given and ``multipliers="auto"``, otherwise
         recovered from ``Z`` alone (:meth:`pair_multipliers`). ``Z`` may also be given as a
         factor, ``x = {"Phi": Φ}`` with ``Z = ΦΦᵀ`` (n×r), and is then never formed. Above
-        :data:`DENSE_EIG_MAX` points no eigenvalue needs a product with a dense n×n matrix
-        when Δ is sparse and ``x`` carries ``Φ`` (:class:`_Kernel`).
+        :data:`~ssl_opt.numerics.eigen.DENSE_EIG_MAX` points no eigenvalue needs a product
+        with a dense n×n matrix when Δ is sparse and ``x`` carries ``Φ``
+        (:class:`~ssl_opt.numerics.psd.PSDPoint`).
         """
         kernel = self._kernel_of(x)
         if not kernel.finite():
@@ -375,138 +369,14 @@ class NPKL(Model):
             y = np.asarray(values["y"], dtype=np.float64).reshape(self.m)
         else:
             y = self._multipliers(kernel)
-        asymmetry = kernel.asymmetry()
-        symmetry = asymmetry / max(1.0, kernel.abs_max())
-        kernel = kernel.symmetrized(asymmetry)
+        kernel, symmetry = kernel.symmetric_part()
         G = self.gradient_matrix(y)
-        g_min, g_max = self._gradient_extremes(G, y)
-        z_min, z_max = kernel.extremes()
-        inner = kernel.inner(G)
         t = self.labels * kernel.entries(self.pairs[:, 0], self.pairs[:, 1])
         omega = kernel.inner(self.Delta) + self.C * float(np.sum(self.loss.value(t)))
-        scale = max(1.0, abs(omega))
-        bound = max(0.0, inner) + max(0.0, -g_min) * max(omega, 0.0) / self.lambda_min_bound
-        out = {
-            "gradient_psd": max(0.0, -g_min) / max(1.0, g_max),
-            "kernel_psd": max(0.0, -z_min) / max(1.0, z_max),
-            "complementarity": abs(inner) / scale,
-            "suboptimality_bound": bound / scale,
-            "symmetry": symmetry,
-        }
+        out = conic_residuals(kernel, G, self._gradient_extremes(G, y), omega,
+                              trace_bound=max(omega, 0.0) / self.lambda_min_bound)
+        out["symmetry"] = symmetry
         if not self.loss.smooth:
             residual = self.loss.subgradient_residual(t, -y / self.C)
             out["pair_multipliers"] = float(np.max(residual))
         return out
-
-
-class _Kernel:
-    r"""The kernel ``Z`` (n×n) of a certificate, given densely, as a factor ``Φ`` (n×r,
-    ``Z = ΦΦᵀ``), or both; the products the certificate needs without forming what is absent.
-
-    Eigenvalues: with ``Φ``, ``λ(ΦΦᵀ) = λ(ΦᵀΦ) ∪ {0}^{n−r}`` (an r×r problem). With both ``Z``
-    and ``Φ`` (above :data:`DENSE_EIG_MAX`), ``e = ‖Z − ΦΦᵀ‖_F ≥ ‖Z − ΦΦᵀ‖₂`` is computed by
-    blocks of rows and, when ``e ≤ FACTOR_MATCH_TOL · max(1, λ_max(ΦΦᵀ))``, Weyl's inequality
-    gives ``λ_min(Z) ≥ λ_min(ΦΦᵀ) − e`` and ``λ_max(Z) ≤ λ_max(ΦΦᵀ) + e``: those bounds are
-    returned (rigorous, within e of the eigenvalues). Otherwise the dense ``Z``: LAPACK up to
-    :data:`DENSE_EIG_MAX`, Lanczos above (:func:`psd_extremes`).
-    """
-
-    def __init__(self, n: int, Z: np.ndarray | None = None, Phi: np.ndarray | None = None):
-        self.n, self.Z, self.Phi = n, Z, Phi
-
-    def finite(self) -> bool:
-        if self.Z is None:
-            return bool(np.all(np.isfinite(self.Phi)))
-        # max and min propagate NaN and reach ±inf: no n×n boolean temporary
-        return self.Z.size == 0 or bool(np.isfinite(self.Z.max()) and np.isfinite(self.Z.min()))
-
-    def abs_max(self) -> float:
-        """``max|Z_ij|`` (``max_i ‖Φ_i‖²`` for a factor, by Cauchy–Schwarz)."""
-        if self.Z is None:
-            return float(np.einsum("ij,ij->i", self.Phi, self.Phi).max(initial=0.0))
-        return max(float(self.Z.max()), -float(self.Z.min())) if self.Z.size else 0.0
-
-    def asymmetry(self) -> float:
-        return 0.0 if self.Z is None else _max_asymmetry(self.Z)
-
-    def symmetrized(self, asymmetry: float) -> _Kernel:
-        """``(Z + Zᵀ)/2`` (the same kernel when ``asymmetry = max|Z − Zᵀ|`` is 0)."""
-        if asymmetry == 0.0:
-            return self
-        return _Kernel(self.n, Z=0.5 * (self.Z + self.Z.T), Phi=self.Phi)
-
-    def entries(self, i: np.ndarray, j: np.ndarray) -> np.ndarray:
-        """``Z_ij`` for index arrays (``Φ_i · Φ_j`` for a factor, by chunks)."""
-        if self.Z is not None:
-            return self.Z[i, j]
-        out = np.empty(len(i))
-        step = max(1, 4_000_000 // max(1, self.Phi.shape[1]))
-        for s in range(0, len(i), step):
-            out[s:s + step] = np.einsum("ij,ij->i", self.Phi[i[s:s + step]],
-                                        self.Phi[j[s:s + step]])
-        return out
-
-    def rows(self, idx: np.ndarray) -> np.ndarray:
-        """``Z[idx]`` (``Φ[idx] Φᵀ``)."""
-        return self.Z[idx] if self.Z is not None else self.Phi[idx] @ self.Phi.T
-
-    def left_product(self, A) -> np.ndarray:
-        """``AZ`` for a (sparse) k×n ``A`` (``(AΦ)Φᵀ``)."""
-        if self.Z is not None:
-            return np.asarray(A @ self.Z)
-        return np.asarray(A @ self.Phi) @ self.Phi.T
-
-    def inner(self, G) -> float:
-        """``⟨G, Z⟩`` over the nonzeros of a sparse ``G``; ``⟨GΦ, Φ⟩`` for a dense one."""
-        if self.Z is not None:
-            return matrix_inner(G, self.Z)
-        if sp.issparse(G):
-            G = sp.csr_matrix(G)
-            rows = np.repeat(np.arange(G.shape[0]), np.diff(G.indptr))
-            return float(np.dot(G.data, self.entries(rows, G.indices)))
-        return float(np.sum((np.asarray(G) @ self.Phi) * self.Phi))
-
-    def extremes(self) -> tuple[float, float]:
-        """``(λ_min(Z), λ_max(Z))`` (see the class docstring)."""
-        if self.Phi is not None and (self.Z is None or self.n > DENSE_EIG_MAX):
-            lo, hi = _factor_extremes(self.Phi)
-            if self.Z is None:
-                return lo, hi
-            e = _factor_mismatch(self.Z, self.Phi)
-            if e <= FACTOR_MATCH_TOL * max(1.0, hi):
-                return lo - e, hi + e
-        if self.n <= DENSE_EIG_MAX:
-            return extreme_eigenvalues(self.Z, DENSE_EIG_MAX)
-        return psd_extremes(self.Z)
-
-
-def _factor_extremes(Phi: np.ndarray) -> tuple[float, float]:
-    """``(λ_min, λ_max)`` of ``ΦΦᵀ`` (n×n) from the r×r ``ΦᵀΦ``: its eigenvalues, and 0 when
-    r < n."""
-    n, r = Phi.shape
-    w = np.linalg.eigvalsh(Phi.T @ Phi) if r else np.zeros(0)
-    if r < n:
-        w = np.append(w, 0.0)
-    return (float(w.min()), float(w.max())) if w.size else (0.0, 0.0)
-
-
-def _factor_mismatch(Z: np.ndarray, Phi: np.ndarray, rows: int = 1024) -> float:
-    """``‖Z − ΦΦᵀ‖_F`` by blocks of rows (one GEMM per block, no n×n temporary)."""
-    total = 0.0
-    for start in range(0, Z.shape[0], rows):
-        block = slice(start, start + rows)
-        D = Z[block] - Phi[block] @ Phi.T
-        total += float(np.einsum("ij,ij->", D, D))
-    return float(np.sqrt(total))
-
-
-def _max_asymmetry(Z: np.ndarray, tile: int = 256) -> float:
-    """``max|Z − Zᵀ|`` over the tiles on and above the diagonal (no n×n temporary; square
-    tiles read the transposed side with far fewer cache misses than strided columns)."""
-    out = 0.0
-    n = Z.shape[0]
-    for a in range(0, n, tile):
-        for b in range(a, n, tile):
-            D = Z[a:a + tile, b:b + tile] - Z[b:b + tile, a:a + tile].T
-            out = max(out, float(D.max(initial=0.0)), -float(D.min(initial=0.0)))
-    return out
