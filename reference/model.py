@@ -24,7 +24,7 @@ from __future__ import annotations
 import cvxpy as cp
 import numpy as np
 
-from ssl_opt.modeling.expressions import Compose, MatMul, matrices
+from ssl_opt.modeling.maps import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import QuadraticForm
 from ssl_opt.numerics.factor import psd_factor

@@ -12,11 +12,15 @@ import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ssl_opt.modeling.expressions import Broadcast, Compose, Identity, MatMul, Rows, Scale
+from ssl_opt.modeling.maps import (
+    MatMul,
+    chain_matrix,
+    mixed_product,
+    split_rows,
+)
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms.margin import MarginLossTerm
 from ssl_opt.modeling.terms.smooth import Linear, QuadraticForm
-from ssl_opt.plugins.model.assembly import factor_matrix, mixed_product
 from ssl_opt.plugins.model.common import (
     DENSE_ENTRY_SECONDS,
     ELEMENT_SECONDS,
@@ -43,56 +47,6 @@ def is_quadratic(term) -> bool:
     if "constant_hessian" in term.capabilities:  # Linear, SquaredError, Ridge, QuadraticForm
         return True
     return isinstance(term, MarginLossTerm) and "quadratic" in term.loss.capabilities
-
-
-def split_rows(shape, columns: int) -> int:
-    """Rows of an array of ``shape`` in the column view (``(m, c)`` → m, ``(c,)`` → 1)."""
-    if columns == 1:
-        return int(np.prod(shape, dtype=int)) if shape else 1
-    return shape[0] if len(shape) == 2 else 1
-
-
-def _column_factor(f, columns: int):
-    """The matrix of one elementary map acting on one column (None: it mixes the columns)."""
-    if columns == 1:
-        return factor_matrix(f)
-    two_d = len(f.in_shape) == 2
-    if isinstance(f, Identity):
-        return sp.identity(split_rows(f.in_shape, columns), format="csr")
-    if isinstance(f, MatMul):
-        if not two_d or isinstance(f.M, spla.LinearOperator):
-            return None
-        return sp.csr_matrix(f.M) if sp.issparse(f.M) else np.asarray(f.M)
-    if isinstance(f, Rows):
-        if not two_d:
-            return None
-        k, n = len(f.index), f.in_shape[0]
-        return sp.csr_matrix((np.ones(k), (np.arange(k), f.index)), shape=(k, n))
-    if isinstance(f, Broadcast):
-        if f.in_shape != (columns,):
-            return None
-        return sp.csr_matrix(np.ones((f.n, 1)))
-    if isinstance(f, Scale):
-        if np.ndim(f.s) == 0:
-            return float(f.s) * sp.identity(split_rows(f.in_shape, columns), format="csr")
-        s = np.broadcast_to(f.s, f.in_shape)
-        s2 = s.reshape(split_rows(f.in_shape, columns), columns)
-        if not np.all(s2 == s2[:, :1]):
-            return None
-        return sp.diags(s2[:, 0], format="csr")
-    if isinstance(f, Compose):
-        return _column_chain(f.factors(), columns)
-    return None
-
-
-def _column_chain(factors, columns: int):
-    out = None
-    for f in reversed(factors):
-        m = _column_factor(f, columns)
-        if m is None:
-            return None
-        out = m if out is None else mixed_product(m, out)
-    return out
 
 
 def column_hessian(term, z, columns: int):
@@ -173,7 +127,7 @@ class View:
                 if core:
                     factors = factors[:-1]
                 try:
-                    P = (_column_chain(factors, c) if factors else
+                    P = (chain_matrix(factors, c) if factors else
                          sp.identity(self.rows[i], format="csr"))
                 except NotImplementedError as exc:
                     self.reason = f"{t.describe()} to have matrices in its maps ({exc})"

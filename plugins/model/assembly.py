@@ -23,14 +23,15 @@ import scipy.linalg as la
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ssl_opt.modeling.expressions import (
+from ssl_opt.modeling.maps import (
     Broadcast,
-    Compose,
     Identity,
     LinearMap,
     MatMul,
     Rows,
     Scale,
+    chain_matrix,
+    mixed_product,
 )
 from ssl_opt.modeling.model import Model
 
@@ -46,55 +47,6 @@ def _size(shape) -> int:
 
 def _columns(shape) -> int:
     return _size(shape[1:]) if len(shape) > 1 else 1
-
-
-def factor_matrix(f: LinearMap):
-    """The matrix of one elementary map in the C-order flattening of its input and output (a
-    CSR matrix, or a dense array for a dense ``MatMul``)."""
-    if isinstance(f, Identity):
-        return sp.identity(_size(f.in_shape), format="csr")
-    if isinstance(f, MatMul):
-        c = _columns(f.in_shape)
-        if isinstance(f.M, spla.LinearOperator):
-            raise NotImplementedError("a products-only operator has no matrix")
-        if sp.issparse(f.M):
-            return sp.csr_matrix(f.M) if c == 1 else sp.kron(f.M, sp.identity(c), format="csr")
-        return np.asarray(f.M) if c == 1 else np.kron(f.M, np.eye(c))
-    if isinstance(f, Rows):
-        c = _columns(f.in_shape)
-        k, n = len(f.index), f.in_shape[0]
-        select = sp.csr_matrix((np.ones(k), (np.arange(k), f.index)), shape=(k, n))
-        return select if c == 1 else sp.kron(select, sp.identity(c), format="csr")
-    if isinstance(f, Broadcast):
-        c = max(1, _size(f.in_shape))
-        ones = sp.csr_matrix(np.ones((f.n, 1)))
-        return ones if c == 1 else sp.kron(ones, sp.identity(c), format="csr")
-    if isinstance(f, Scale):
-        size = _size(f.in_shape)
-        if np.ndim(f.s) == 0:
-            return float(f.s) * sp.identity(size, format="csr")
-        return sp.diags(np.ravel(np.broadcast_to(f.s, f.in_shape)), format="csr")
-    if isinstance(f, Compose):
-        return _chain(f.factors())
-    matrix = getattr(f, "matrix", None)
-    if matrix is None:
-        raise NotImplementedError(f"{type(f).__name__} has no matrix() method")
-    return matrix()
-
-
-def mixed_product(a, b):
-    if sp.issparse(a) and not sp.issparse(b):
-        return np.asarray(a @ b)
-    if not sp.issparse(a) and sp.issparse(b):
-        return np.asarray((b.T @ a.T).T)
-    return a @ b
-
-
-def _chain(factors):
-    out = factor_matrix(factors[-1])
-    for f in reversed(factors[:-1]):
-        out = mixed_product(factor_matrix(f), out)
-    return out
 
 
 def _dense(f) -> bool:
@@ -121,13 +73,13 @@ def split_part(block: slice, linear: LinearMap, cores: dict) -> Part:
     factors = linear.factors()
     first = next((i for i, f in enumerate(factors) if _dense(f)), None)
     if first is None:
-        return Part(block, sp.csr_matrix(_chain(factors)), (), None)
+        return Part(block, sp.csr_matrix(chain_matrix(factors)), (), None)
     key = tuple(id(f) for f in factors[first:])
     if key not in cores:
-        cores[key] = np.asarray(_chain(factors[first:]))
+        cores[key] = np.asarray(chain_matrix(factors[first:]))
     C = cores[key]
     P = (sp.identity(C.shape[0], format="csr") if first == 0
-         else sp.csr_matrix(_chain(factors[:first])))
+         else sp.csr_matrix(chain_matrix(factors[:first])))
     return Part(block, P, key, C)
 
 
@@ -380,7 +332,7 @@ def predicted_entries(model: Model, terms) -> float:
                 row += float(_size(factors[first].in_shape))
                 continue
             try:
-                J = sp.csr_matrix(_chain(factors))
+                J = sp.csr_matrix(chain_matrix(factors))
             except NotImplementedError:
                 return float(model.size) ** 2
             row += np.diff(J.indptr)

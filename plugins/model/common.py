@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from ssl_opt.modeling.expressions import matrices
+from ssl_opt.modeling.maps import matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.solution import History, Solution
 from ssl_opt.solvers import Solver
@@ -169,7 +169,7 @@ def _map_seconds(linear, columns: int) -> float:
     """Seconds of one application of a linear map (the sum over its factors)."""
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import MatMul
+    from ssl_opt.modeling.maps import MatMul
 
     seconds = 0.0
     for factor in linear.factors():
@@ -196,7 +196,7 @@ def gradient_seconds(model: Model, terms) -> float:
         seconds += SECONDS_PER_CALL + 20 * SECONDS_PER_DENSE_ENTRY * float(np.prod(t.shape))
         own = getattr(t, "M", None)  # a quadratic form's own matrix: one product per gradient
         if own is not None and len(getattr(own, "shape", ())) == 2:
-            from ssl_opt.modeling.expressions import MatMul
+            from ssl_opt.modeling.maps import MatMul
 
             seconds += _map_seconds(MatMul(own, tuple(t.shape)), 1)
     return seconds
@@ -297,7 +297,7 @@ def pass_seconds(model: Model) -> float:
     first-order solvers (a few passes per iteration)."""
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import MatMul
+    from ssl_opt.modeling.maps import MatMul
 
     def cost(M, cols: float) -> float:
         if sp.issparse(M):

@@ -10,10 +10,8 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ssl_opt.modeling.expressions import Broadcast, Compose, Identity, MatMul, Rows, Scale
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import HuberNorms
-from ssl_opt.plugins.model.assembly import factor_matrix
 from ssl_opt.plugins.model.multipliers import fixed_entries
 
 
@@ -22,42 +20,13 @@ class NotSeparable(Exception):
     """The model's terms do not act identically on its c columns."""
 
 
-def _row_factor(f, C: int):
-    """The row-level matrix of one elementary map when it acts identically on the C columns
-    (:class:`NotSeparable` otherwise)."""
-    rows_in = int(np.prod(f.in_shape, dtype=int)) // C
-    two_d = len(f.in_shape) == 2 or C == 1
-    if isinstance(f, Identity):
-        return sp.identity(rows_in, format="csr")
-    if isinstance(f, MatMul) and two_d:
-        return sp.csr_matrix(f.M)
-    if isinstance(f, Rows) and two_d:
-        k = len(f.index)
-        return sp.csr_matrix((np.ones(k), (np.arange(k), f.index)), shape=(k, f.in_shape[0]))
-    if isinstance(f, Broadcast) and (f.in_shape == (C,) or (C == 1 and f.in_shape in ((), (1,)))):
-        return sp.csr_matrix(np.ones((f.n, 1)))
-    if isinstance(f, Scale):
-        if np.ndim(f.s) == 0:
-            return float(f.s) * sp.identity(rows_in, format="csr")
-        S = np.reshape(np.broadcast_to(f.s, f.in_shape), (rows_in, C))
-        if np.all(S == S[:, :1]):
-            return sp.diags(S[:, 0], format="csr")
-    if isinstance(f, Compose):
-        out = _row_factor(f.factors()[-1], C)
-        for g in reversed(f.factors()[:-1]):
-            out = _row_factor(g, C) @ out
-        return sp.csr_matrix(out)
-    raise NotSeparable(f"a {type(f).__name__} map that mixes the columns")
-
-
 def _linear_matrix(linear, C: int, separable: bool):
-    if not separable:
-        M = factor_matrix(linear)
-        return sp.csr_matrix(M)
-    out = _row_factor(linear.factors()[-1], C)
-    for f in reversed(linear.factors()[:-1]):
-        out = _row_factor(f, C) @ out
-    return sp.csr_matrix(out)
+    """The matrix of ``linear``, at the level of the rows when ``separable`` (the same
+    matrix for each of the C columns; :class:`NotSeparable` when a map mixes them)."""
+    M = linear.column_matrix(C) if separable else linear.matrix()
+    if M is None:
+        raise NotSeparable(f"a map of {type(linear).__name__} that mixes the columns")
+    return sp.csr_matrix(M)
 
 
 class _Piece:

@@ -7,17 +7,11 @@ preconditioner, and power iterations for the norms the step sizes need."""
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
 
-from ssl_opt.modeling.expressions import (
-    Broadcast,
-    Compose,
-    Identity,
+from ssl_opt.modeling.maps import (
     LinearMap,
     MatMul,
-    Rows,
-    Scale,
+    NotExplicit,
 )
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.patterns import same_matrix
@@ -27,50 +21,6 @@ from ssl_opt.modeling.terms.smooth import QuadraticForm
 
 #: Safety factor on power-iteration estimates (they approach the norm from below).
 NORM_SAFETY = 1.02
-
-
-class NotExplicit(Exception):
-    """A map without entrywise absolute values (a products-only operator)."""
-
-
-# ------------------------------------------------------------------ absolute maps |A|
-def abs_apply(m: LinearMap, v: np.ndarray, cache: dict) -> np.ndarray:
-    """``|A|v`` with the entries of every matrix replaced by their absolute values (an
-    entrywise upper bound of |A| for compositions, which is all the preconditioner needs)."""
-    if isinstance(m, Identity):
-        return v
-    if isinstance(m, MatMul):
-        return np.asarray(_abs_matrix(m.M, cache) @ v, dtype=np.float64).reshape(m.out_shape)
-    if isinstance(m, (Rows, Broadcast)):
-        return m.apply(v)
-    if isinstance(m, Scale):
-        return np.abs(m.s) * v
-    if isinstance(m, Compose):
-        return abs_apply(m.outer, abs_apply(m.inner, v, cache), cache)
-    raise NotExplicit
-
-
-def abs_adjoint(m: LinearMap, g: np.ndarray, cache: dict) -> np.ndarray:
-    """``|A|ᵀg`` (see :func:`abs_apply`)."""
-    if isinstance(m, Identity):
-        return g
-    if isinstance(m, MatMul):
-        return np.asarray(_abs_matrix(m.M, cache).T @ g, dtype=np.float64).reshape(m.in_shape)
-    if isinstance(m, (Rows, Broadcast)):
-        return m.adjoint(g)
-    if isinstance(m, Scale):
-        return np.abs(m.s) * g
-    if isinstance(m, Compose):
-        return abs_adjoint(m.inner, abs_adjoint(m.outer, g, cache), cache)
-    raise NotExplicit
-
-
-def _abs_matrix(M, cache: dict):
-    if isinstance(M, spla.LinearOperator):
-        raise NotExplicit
-    if id(M) not in cache:
-        cache[id(M)] = abs(M) if sp.issparse(M) else np.abs(M)
-    return cache[id(M)]
 
 
 # ------------------------------------------------------------------ kernel metric
@@ -347,8 +297,8 @@ def _abs_sums(split: Split, rng: np.random.Generator) -> tuple[list, np.ndarray]
             try:
                 if var.name in split.metric:
                     raise NotExplicit
-                r = r + sum(abs_apply(m, np.ones(var.shape), cache) for m in parts)
-                col = sum(abs_adjoint(m, np.ones(t.shape), cache) for m in parts)
+                r = r + sum(m.abs_apply(np.ones(var.shape), cache) for m in parts)
+                col = sum(m.abs_adjoint(np.ones(t.shape), cache) for m in parts)
             except NotExplicit:
                 nrm = _block_norm(split, t, var, rng)
                 r = r + nrm

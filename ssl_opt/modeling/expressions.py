@@ -10,6 +10,7 @@ variables; this module is the small algebra that states those images the way one
 Each expression can be applied to values (:meth:`Affine.value`), pulled back
 (:meth:`Affine.adjoint`, the transpose of its linear part, used for gradients and
 multipliers) and turned into a CVXPY expression (:meth:`Affine.cvxpy`) for the reference.
+The maps themselves, with their matrix forms, are in :mod:`ssl_opt.modeling.maps`.
 A matrix in ``M @ expr`` may be a dense array, a scipy sparse matrix or a
 ``scipy.sparse.linalg.LinearOperator`` (products only: solvers run on it, the CVXPY reference
 does not).
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import numbers
 from collections.abc import Mapping
-from dataclasses import dataclass
 
 import cvxpy as cp
 import numpy as np
@@ -27,183 +27,17 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ssl_opt.exceptions import InvalidInputError
-
-
-# ----------------------------------------------------------------------------- linear maps
-class LinearMap:
-    """One linear map between arrays of fixed shapes."""
-
-    in_shape: tuple[int, ...]
-    out_shape: tuple[int, ...]
-    #: The CVXPY reference can use it (False for products-only operators).
-    explicit: bool = True
-
-    def apply(self, v: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def adjoint(self, g: np.ndarray) -> np.ndarray:
-        raise NotImplementedError
-
-    def cvxpy(self, v: cp.Expression) -> cp.Expression:
-        raise NotImplementedError
-
-    def factors(self) -> list[LinearMap]:
-        """The elementary maps of this one, outermost first (the last is applied first)."""
-        return [self]
-
-
-def matrices(m: LinearMap) -> list:
-    """The matrices (arrays, sparse matrices, operators) of the products in ``m``."""
-    return [f.M for f in m.factors() if isinstance(f, MatMul)]
-
-
-@dataclass(frozen=True, eq=False)
-class Identity(LinearMap):
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return self.in_shape
-
-    def apply(self, v):
-        return v
-
-    def adjoint(self, g):
-        return g
-
-    def cvxpy(self, v):
-        return v
-
-
-@dataclass(frozen=True, eq=False)
-class MatMul(LinearMap):
-    """``v ↦ M v`` (v a vector or an n×c matrix)."""
-
-    M: object
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.M.shape[0],) + self.in_shape[1:]
-
-    @property
-    def explicit(self) -> bool:
-        return not isinstance(self.M, spla.LinearOperator)
-
-    def apply(self, v):
-        out = self.M @ v
-        return np.asarray(out, dtype=np.float64).reshape(self.out_shape)
-
-    def adjoint(self, g):
-        out = self.M.T @ g
-        return np.asarray(out, dtype=np.float64).reshape(self.in_shape)
-
-    def cvxpy(self, v):
-        if not self.explicit:
-            raise InvalidInputError("a products-only operator has no CVXPY form; pass the "
-                                    "matrix as an array to use the reference backend.")
-        return self.M @ v
-
-
-@dataclass(frozen=True, eq=False)
-class Rows(LinearMap):
-    """``v ↦ v[index]`` along the first axis (index a slice or distinct integers)."""
-
-    index: np.ndarray
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (len(self.index),) + self.in_shape[1:]
-
-    def apply(self, v):
-        return v[self.index]
-
-    def adjoint(self, g):
-        out = np.zeros(self.in_shape)
-        out[self.index] = g
-        return out
-
-    def cvxpy(self, v):
-        return v[self.index]
-
-
-@dataclass(frozen=True, eq=False)
-class Broadcast(LinearMap):
-    """``b ↦ 1 bᵀ``: a scalar or a length-c vector repeated on n rows (the bias)."""
-
-    n: int
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.n,) + self.in_shape
-
-    def apply(self, v):
-        return np.broadcast_to(v, self.out_shape).copy()
-
-    def adjoint(self, g):
-        return np.asarray(g.sum(axis=0)).reshape(self.in_shape)
-
-    def cvxpy(self, v):
-        if not self.in_shape:
-            return v * np.ones(self.n)
-        return np.ones((self.n, 1)) @ cp.reshape(v, (1, self.in_shape[0]), order="C")
-
-
-@dataclass(frozen=True, eq=False)
-class Scale(LinearMap):
-    """``v ↦ s·v`` (a scalar, or an array broadcast against v)."""
-
-    s: object
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return self.in_shape
-
-    def apply(self, v):
-        return self.s * v
-
-    def adjoint(self, g):
-        return self.s * g
-
-    def cvxpy(self, v):
-        if np.ndim(self.s) == 0:
-            return float(self.s) * v
-        return cp.multiply(np.broadcast_to(self.s, self.in_shape), v)
-
-
-@dataclass(frozen=True, eq=False)
-class Compose(LinearMap):
-    """``v ↦ outer(inner(v))``."""
-
-    outer: LinearMap
-    inner: LinearMap
-
-    @property
-    def in_shape(self):
-        return self.inner.in_shape
-
-    @property
-    def out_shape(self):
-        return self.outer.out_shape
-
-    @property
-    def explicit(self):
-        return self.outer.explicit and self.inner.explicit
-
-    def apply(self, v):
-        return self.outer.apply(self.inner.apply(v))
-
-    def adjoint(self, g):
-        return self.inner.adjoint(self.outer.adjoint(g))
-
-    def cvxpy(self, v):
-        return self.outer.cvxpy(self.inner.cvxpy(v))
-
-    def factors(self) -> list[LinearMap]:
-        return self.outer.factors() + self.inner.factors()
+from ssl_opt.modeling.maps import (
+    Broadcast,
+    Compose,
+    Entries,
+    Identity,
+    LinearMap,
+    MatMul,
+    RowBlocks,
+    Rows,
+    Scale,
+)
 
 
 def _compose(outer: LinearMap, inner: LinearMap) -> LinearMap:
@@ -394,28 +228,6 @@ def matmul(M, expr: Affine) -> Affine:
     return as_expression(expr, "expr").__rmatmul__(M)
 
 
-@dataclass(frozen=True, eq=False)
-class RowBlocks(LinearMap):
-    """``v ↦ v`` reshaped ``(m, k)`` row-major: consecutive groups of ``k`` entries of a
-    length-``m·k`` vector become the rows (the groups of :class:`SumOfNorms`)."""
-
-    k: int
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (self.in_shape[0] // self.k, self.k)
-
-    def apply(self, v):
-        return np.asarray(v).reshape(self.out_shape)
-
-    def adjoint(self, g):
-        return np.asarray(g).reshape(self.in_shape)
-
-    def cvxpy(self, v):
-        return cp.reshape(v, self.out_shape, order="C")
-
-
 def row_blocks(expr: Affine, k: int) -> Affine:
     """A length-``m·k`` expression as the ``(m, k)`` expression whose rows are its consecutive
     groups of ``k`` entries (``SumOfRowNorms``' argument ``G x − h`` reshaped)."""
@@ -423,32 +235,6 @@ def row_blocks(expr: Affine, k: int) -> Affine:
         raise ValueError(f"row_blocks needs a vector whose length is a multiple of k = {k}, "
                          f"got shape {expr.shape}.")
     return expr._map(RowBlocks(int(k), expr.shape))
-
-
-@dataclass(frozen=True, eq=False)
-class Entries(LinearMap):
-    """``V ↦ (V[i_p, j_p])_p``: chosen entries of a matrix, as a vector (NPKL's pair entries
-    ``Z_ij``); the adjoint scatters a vector back into a matrix (repeated entries add up)."""
-
-    rows: np.ndarray
-    cols: np.ndarray
-    in_shape: tuple[int, ...]
-
-    @property
-    def out_shape(self) -> tuple[int, ...]:
-        return (len(self.rows),)
-
-    def apply(self, v):
-        return np.asarray(v)[self.rows, self.cols]
-
-    def adjoint(self, g):
-        out = np.zeros(self.in_shape)
-        np.add.at(out, (self.rows, self.cols), g)
-        return out
-
-    def cvxpy(self, v):
-        flat = cp.reshape(v, (int(np.prod(self.in_shape)),), order="C")
-        return flat[self.rows * self.in_shape[1] + self.cols]
 
 
 def entries(expr: Affine, rows, cols) -> Affine:

@@ -308,6 +308,6 @@ def _all_arrays(x: dict, variables: dict) -> bool:
 def _has_sparse(expr: Affine) -> bool:
     import scipy.sparse as sp
 
-    from ssl_opt.modeling.expressions import matrices
+    from ssl_opt.modeling.maps import matrices
 
     return any(sp.issparse(M) for _, m in expr.parts for M in matrices(m))

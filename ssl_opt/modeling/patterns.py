@@ -19,17 +19,8 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ssl_opt.modeling.expressions import (
-    Affine,
-    Broadcast,
-    Identity,
-    LinearMap,
-    MatMul,
-    RowBlocks,
-    Rows,
-    Scale,
-    Variable,
-)
+from ssl_opt.modeling.expressions import Affine, Variable
+from ssl_opt.modeling.maps import Broadcast, Identity, LinearMap, MatMul, RowBlocks, Rows, Scale
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms import Ridge, SquaredError

@@ -7,8 +7,9 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
-from ssl_opt.modeling.expressions import MatMul, RowBlocks, Variable
+from ssl_opt.modeling.expressions import Variable
 from ssl_opt.modeling.lowering import Lowering, register_lowering
+from ssl_opt.modeling.maps import MatMul, RowBlocks
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.patterns import (
     NoMatch,

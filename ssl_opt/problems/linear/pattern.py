@@ -8,8 +8,9 @@ import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ssl_opt.components import SquaredHinge
-from ssl_opt.modeling.expressions import Identity, MatMul, Rows, Variable
+from ssl_opt.modeling.expressions import Variable
 from ssl_opt.modeling.lowering import Lowering, register_lowering
+from ssl_opt.modeling.maps import Identity, MatMul, Rows
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.patterns import (
     NoMatch,
