@@ -85,7 +85,7 @@ def transductive_error(outputs: np.ndarray, y_all: np.ndarray, l: int) -> float:
 
 def warm_up() -> None:
     """Load the plugins (importing cvxpy) and touch every solver once on a tiny instance."""
-    from ssl_opt.datasets.text import synthetic_text
+    from ssl_opt.datasets.text_generator import synthetic_text
     from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
 
     t0 = time.perf_counter()

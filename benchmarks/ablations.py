@@ -29,7 +29,7 @@ import ssl_opt
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import laplacian
 from ssl_opt.datasets.synthetic import two_moons
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.numerics.factor import SPDFactor
 from ssl_opt.plugins.linear.mfn import mfn
 from ssl_opt.problems import TSVM, LinearSVM

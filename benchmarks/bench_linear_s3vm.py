@@ -78,7 +78,7 @@ from _linear_common import (
 )
 
 import ssl_opt
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM
 
 # SVMlin (C++), measured by the paper's authors on this kind of machine; lambda = 1e-3, lambda' = 1.

@@ -56,7 +56,7 @@ from bench_linear_s3vm import LIBLINEAR_TOLS, OBJ_REL_TARGET, liblinear_fit
 import ssl_opt
 from ssl_opt import registry
 from ssl_opt.datasets import load_pcmac, shared_data_dir
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.problems import DAS3VM, TSVM, LapSVM, LinearSVM
 
 #: Ours / SVMlin, from issue 17 (the reporter ran both side by side at light load; SVMlin does

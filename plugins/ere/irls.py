@@ -69,7 +69,6 @@ from ssl_opt._validation import (
     choice,
     greater_than,
     integer,
-    reject_complex,
 )
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
@@ -81,6 +80,7 @@ from ssl_opt.plugins.ere.stopping import (
     certificate_multipliers,
     stop_check,
 )
+from ssl_opt.plugins.ere.warm_start import certified_warm_start, warm_start_point
 from ssl_opt.plugins.ere.weighted_ls import weighted_ls_step
 from ssl_opt.problems.ere.groups import smoothed_multipliers, smoothed_norms, stationarity
 from ssl_opt.problems.ere.lrl import LRL
@@ -190,12 +190,13 @@ class IRLS(Solver):
 
     def _solve(self, problem, warm_start, **options) -> Solution:
         opts = IRLSOptions(**options)
-        x0, warm_delta = _warm_start(problem, warm_start)  # checked even where unused (LRL)
+        x0, warm_delta = warm_start_point(problem, warm_start)  # checked even where unused (LRL)
         if isinstance(problem, LRL):
             return self._lrl(problem)
         step = weighted_ls_step(problem, opts.linear_solver)
         if x0 is not None and (isinstance(problem, SumOfNorms) or problem.robust):
-            done = _certified_warm_start(self, problem, warm_start, opts, warm_delta)
+            done = certified_warm_start(self, problem, warm_start, opts.kkt_tol, opts.gap_tol,
+                                            CHECK_ITERS, warm_delta)
             if done is not None:
                 return done
         with threadpool_limits(1):
@@ -219,71 +220,6 @@ class IRLS(Solver):
         x = {"W": Theta[: problem.d], "b": Theta[problem.d].copy()}
         return Solution(x, problem.objective(x), OPTIMAL, 1, 0.0, self.backend, self.name,
                         History(), info={"linear_solver": "cholesky (d+1)x(d+1)"})
-
-
-def _warm_start(problem, warm_start) -> tuple[np.ndarray | None, float | None]:
-    """The packed start and the δ a previous IRLS solution ended with (None, None without a
-    warm start); checked against the problem's shapes and for finiteness."""
-    if warm_start is None:
-        return None, None
-    try:
-        if isinstance(problem, LRL):  # no flat form: checked, then unused
-            x0 = np.concatenate([v.ravel() for v in problem.unpack(warm_start).values()])
-        else:
-            x0 = problem.pack_vector(warm_start)
-        # A previous IRLS solution says at which δ it ended: continue from there.
-        info = getattr(warm_start, "info", {})
-        values = getattr(warm_start, "x", warm_start)
-        warm_delta = None
-        if info.get("delta") is not None:
-            warm_delta = _warm_delta(info["delta"])
-        elif hasattr(values, "get") and values.get("delta") is not None:
-            warm_delta = _warm_delta(values["delta"])
-    except InvalidInputError as exc:
-        raise InvalidInputError(f"warm_start: {exc}") from exc
-    if not np.all(np.isfinite(x0)):
-        raise InvalidInputError("warm_start contains NaN or inf; pass a finite point.")
-    if warm_delta is not None and not (np.isfinite(warm_delta) and warm_delta > 0):
-        raise InvalidInputError(
-            f"warm_start's delta must be a finite number > 0, got {warm_delta!r}.")
-    return x0, warm_delta
-
-
-def _warm_delta(value) -> float:
-    """The δ a warm start carries, as a real scalar (range checked by the caller)."""
-    reject_complex(value, "delta")
-    try:
-        return float(np.asarray(value, dtype=np.float64))
-    except (TypeError, ValueError) as exc:
-        raise InvalidInputError(f"delta must be a real number > 0, got {value!r}.") from exc
-
-
-def _certified_warm_start(solver, problem, warm_start, opts: IRLSOptions, warm_delta):
-    """The warm start itself, as an optimal Solution, when it already passes the solver's
-    stopping certificate (its own multipliers, if it carries them, start the check)."""
-    values = dict(getattr(warm_start, "x", warm_start))
-    values.pop("delta", None)  # certified as a point of the non-smooth problem
-    if isinstance(problem, ERE):
-        values = {**values, **_with_labels(problem, values)}
-    z = problem.pack_vector(values)
-    cert, ok, U, multipliers = stop_check(problem, z, values, opts.kkt_tol, opts.gap_tol,
-                                           CHECK_ITERS)
-    if not ok:
-        return None
-    x = {k: np.array(v, dtype=np.float64) for k, v in values.items()}
-    x.update(problem.groups.multipliers(U))
-    info = {"warm_start_certified": True, "delta": warm_delta, "last_certificate": dict(cert),
-            "multipliers": multipliers}
-    return Solution(x, problem.objective(x), OPTIMAL, 0, 0.0, solver.backend, solver.name,
-                    History(), info=info)
-
-
-def _with_labels(problem: ERE, warm_start) -> dict:
-    v = dict(problem.unpack(warm_start))
-    F = v["F"].copy()
-    F[: problem.l] = problem.Y
-    v["F"] = F
-    return v
 
 
 # ---------------------------------------------------------------------------- the driver

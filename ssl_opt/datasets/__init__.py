@@ -16,7 +16,8 @@ from ssl_opt.datasets.clusters import (
 )
 from ssl_opt.datasets.csv import load_csv
 from ssl_opt.datasets.synthetic import g50c_like, gaussian_blobs, load_g50c, two_moons
-from ssl_opt.datasets.text import load_mat, load_pcmac, load_svmlight, synthetic_text
+from ssl_opt.datasets.text import load_mat, load_pcmac, load_svmlight
+from ssl_opt.datasets.text_generator import synthetic_text
 
 __all__ = [
     "ClusterData", "Dataset", "SSLData", "chessboard", "double_spiral", "g50c_like",

@@ -426,7 +426,7 @@ def transductive_huber_enet(n: int = 200, seed: int = 0, loss: str = "huber_hing
     (:func:`~ssl_opt.datasets.text.synthetic_text`), ``n // 8`` of them labeled (at least 8),
     the Huber hinge (or ``loss``), elastic net ``10⁻³‖w‖₁ + 10⁻²‖w‖²`` and a free bias,
     ``λ' = 1``."""
-    from ssl_opt.datasets.text import synthetic_text
+    from ssl_opt.datasets.text_generator import synthetic_text
 
     d = max(50, n // 2)
     data = synthetic_text(n=n, d=d, nnz_per_row=min(30, d // 2), n_labeled=max(8, n // 8),

@@ -29,7 +29,7 @@ import scipy.sparse as sp
 from ssl_opt.builders import knn_graph, laplacian, rbf_kernel
 from ssl_opt.builders.laplacian import incidence_matrix
 from ssl_opt.datasets.synthetic import two_moons
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.modeling.expressions import Variable
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import (

@@ -9,7 +9,7 @@ import distributed
 import numpy as np
 import pytest
 
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.estimators import LinearL2SVC, TransductiveSVC
 from ssl_opt.operators import DaskDesign
 

@@ -16,7 +16,8 @@ from sklearn.svm import LinearSVC
 
 from ssl_opt.datasets import Dataset
 from ssl_opt.datasets.synthetic import shared_data_dir
-from ssl_opt.datasets.text import load_mat, load_pcmac, load_svmlight, synthetic_text
+from ssl_opt.datasets.text import load_mat, load_pcmac, load_svmlight
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.exceptions import InvalidInputError
 
 # ----------------------------------------------------------------------------- load_svmlight

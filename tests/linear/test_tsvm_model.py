@@ -11,7 +11,7 @@ import pytest
 import scipy.sparse as sp
 
 import ssl_opt
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.modeling import TransductiveModel
 from ssl_opt.modeling.transductive import Transductive
 from ssl_opt.problems import DAS3VM, TSVM, LinearSVM

@@ -639,17 +639,17 @@ def test_nonneg_qp_matches_scipy_nnls(guess):
 def test_blas_is_limited_to_one_thread_only_for_short_products():
     from threadpoolctl import threadpool_info
 
-    from ssl_opt.plugins.npkl import bcd
+    from ssl_opt.plugins.npkl import sweep
 
     def blas_threads():
         return {i["filepath"]: i["num_threads"] for i in threadpool_info()
                 if i["user_api"] == "blas"}
 
     before = blas_threads()
-    with bcd._blas_threads(bcd.ONE_THREAD_BELOW - 1):
+    with sweep.blas_threads(sweep.ONE_THREAD_BELOW - 1):
         assert set(blas_threads().values()) <= {1}
     assert blas_threads() == before
-    with bcd._blas_threads(bcd.ONE_THREAD_BELOW):
+    with sweep.blas_threads(sweep.ONE_THREAD_BELOW):
         assert blas_threads() == before
 
 

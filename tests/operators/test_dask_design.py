@@ -12,7 +12,7 @@ import pytest
 import scipy.sparse as sp
 
 import ssl_opt
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.modeling import Model
 from ssl_opt.numerics.cgls import cgls

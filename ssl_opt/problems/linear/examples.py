@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from ssl_opt.datasets.synthetic import gaussian_blobs
-from ssl_opt.datasets.text import synthetic_text
+from ssl_opt.datasets.text_generator import synthetic_text
 from ssl_opt.examples import Example
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
