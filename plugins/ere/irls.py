@@ -73,6 +73,7 @@ from ssl_opt._validation import (
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
+from ssl_opt.numerics.continuation import richardson
 from ssl_opt.plugins.ere.polish import polish_scalar_groups
 from ssl_opt.plugins.ere.stopping import (
     CERTIFICATE_ITERS,
@@ -317,8 +318,7 @@ def _irls(solver, problem, step, x0, opts: IRLSOptions, warm_delta=None) -> Solu
         (d0, x0), (d1, x1) = stage_ends[-2:]
         if d0 <= d1 * (1.0 + 1e-9):  # two ends at the same δ (a stage resumed): nothing to
             return None              # extrapolate
-        q = np.sqrt(d0 / d1)
-        z = (q * x1 - x0) / (q - 1.0)
+        z = richardson(d0, x0, d1, x1)
         gz = groups.values(z)
         phi_z = st.true_obj(z, np.einsum("ij,ij->i", gz, gz))
         change_z = abs(phi_z - extrap[-1][2]) / max(1.0, abs(phi_z)) if extrap else np.inf

@@ -76,6 +76,7 @@ from ssl_opt._validation import check_bool, check_positive, greater_than, intege
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import FixedRows, HuberNorms
+from ssl_opt.numerics.continuation import continued, richardson
 from ssl_opt.plugins.model.assembly import unassemblable
 from ssl_opt.plugins.model.common import (
     ModelSolver,
@@ -237,8 +238,7 @@ class _Run(KinkPolish):
         if len(ends) < 2 or not ends[-2][0] > 2.0 * ends[-1][0] > 4.0 * delta:
             return X
         (d1, x1, _), (d2, x2, _) = ends[-2:]
-        star = _richardson(d1, x1, d2, x2)
-        guess = star + (x2 - star) * np.sqrt(delta / d2)
+        guess = continued(d1, x1, d2, x2, delta)
         if np.all(np.isfinite(guess)) and self.phi(guess, delta)[0] < self.phi(X, delta)[0]:
             return guess
         return X
@@ -262,9 +262,9 @@ class _Run(KinkPolish):
         if len(ends) >= 2 and ends[-2][0] > 2.0 * delta:
             (d1, x1, u1), (d2, x2, u2) = ends[-2:]
             # the multipliers too (U(δ) = U* + b√δ), each group back in its unit ball
-            U = [_richardson(d1, a, d2, b) for a, b in zip(u1, u2, strict=True)]
+            U = [richardson(d1, a, d2, b) for a, b in zip(u1, u2, strict=True)]
             U = [V / np.maximum(1.0, np.linalg.norm(V, axis=1))[:, None] for V in U]
-            candidates.append((_richardson(d1, x1, d2, x2), U, "extrapolated"))
+            candidates.append((richardson(d1, x1, d2, x2), U, "extrapolated"))
         candidates.append((X, None, "stage end"))
         return self._first_certified(candidates, X, delta)
 
@@ -295,12 +295,6 @@ class _Run(KinkPolish):
         self.log(f"  eliminated: {'none' if found is None else 'candidate'} "
                  f"({self.elim.rounds} rounds, {self.elim.newton_steps} Newton steps)")
         return found
-
-
-def _richardson(d1: float, a1, d2: float, a2):
-    """``(q a₂ − a₁)/(q − 1)``, ``q = √(δ₁/δ₂)``: the limit δ → 0 of ``a(δ) = a* + c√δ``."""
-    q = np.sqrt(d1 / d2)
-    return (q * a2 - a1) / (q - 1.0)
 
 
 

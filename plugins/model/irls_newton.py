@@ -53,6 +53,7 @@ from ssl_opt._validation import check_bool, check_positive, greater_than, intege
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import FixedRows
+from ssl_opt.numerics.continuation import continued, richardson
 from ssl_opt.plugins.model.assembly import (
     DENSE_FRACTION,
     DENSE_MAX_UNKNOWNS,
@@ -481,32 +482,24 @@ def _kernel_sized(model: Model) -> bool:
     return kernel_expansion(model, model.terms)
 
 
-def _richardson(d1: float, a1, d2: float, a2):
-    """``(q a₂ − a₁)/(q − 1)``, ``q = √(δ₁/δ₂)``: the limit δ → 0 of ``a(δ) = a* + c√δ`` fitted
-    to two stage ends."""
-    q = np.sqrt(d1 / d2)
-    return (q * a2 - a1) / (q - 1.0)
-
-
 def _extrapolate(model: Model, first, second) -> tuple[np.ndarray, list]:
-    """Richardson extrapolation in √δ (:func:`_richardson`) of two stage ends ``(δ₁, θ₁, u₁)``,
-    ``(δ₂, θ₂, u₂)``, and of the multipliers, each projected back onto its term's
-    subdifferential at 0 (the norm's dual ball)."""
+    """Richardson extrapolation in √δ (:func:`~ssl_opt.numerics.continuation.richardson`) of
+    two stage ends ``(δ₁, θ₁, u₁)``, ``(δ₂, θ₂, u₂)``, and of the multipliers, each projected
+    back onto its term's subdifferential at 0 (the norm's dual ball)."""
     (d1, t1, u1), (d2, t2, u2) = first, second
-    multipliers = [_richardson(d1, a, d2, b) for a, b in zip(u1, u2, strict=True)]
+    multipliers = [richardson(d1, a, d2, b) for a, b in zip(u1, u2, strict=True)]
     for k, t in enumerate(model.nonsmooth_terms):
         multipliers[k] = t.project_subgradient(np.zeros(t.shape), multipliers[k], 0.0)
-    return _richardson(d1, t1, d2, t2), multipliers
+    return richardson(d1, t1, d2, t2), multipliers
 
 
 def _predict(ends, delta: float, theta: np.ndarray, fixed, fixed_values,
              smoothed_value) -> np.ndarray:
     """The start of the stage at ``delta``: ``θ(δ) ≈ θ* + a√δ`` fitted to the last two stage
-    ends (θ* by :func:`_richardson`), kept only when its smoothed objective at the new δ is
-    below the last stage end's."""
+    ends (:func:`~ssl_opt.numerics.continuation.continued`), kept only when its smoothed
+    objective at the new δ is below the last stage end's."""
     (d1, t1, _), (d2, t2, _) = ends
-    star = _richardson(d1, t1, d2, t2)
-    guess = star + (t2 - star) * np.sqrt(delta / d2)
+    guess = continued(d1, t1, d2, t2, delta)
     guess[fixed] = fixed_values
     if not np.all(np.isfinite(guess)):
         return theta

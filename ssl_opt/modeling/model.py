@@ -65,6 +65,11 @@ class Model(Problem):
             "SimplexRows) lets entries near their bound carry multipliers within a budget when "
             "the residual with complementarity imposed exceeds kink_tol; 'imposed': never "
             "(the stricter test the generic solvers stop on)", choice("measured", "imposed")),
+        "cone": Option(
+            "conic", "'conic': a PSD constraint on a whole variable is also read as G ⪰ 0, "
+            "⟨G, Z⟩ = 0 at the other terms' multipliers and the smaller residual is reported "
+            "(ssl_opt/modeling/conic.py); 'normal_cone': the minimization over its normal cone "
+            "alone", choice("conic", "normal_cone")),
     }
     residual_tolerances: ClassVar[dict[str, str]] = {
         "stationarity": "stationarity",
@@ -250,11 +255,12 @@ class Model(Problem):
     def prediction(self, x) -> np.ndarray:
         return self.prediction_expression.value(self.unpack(x))
 
-    def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity) -> dict[str, float]:
+    def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity,
+             cone) -> dict[str, float]:
         from ssl_opt.modeling.stationarity import stationarity
 
         return stationarity(self, x, kink_tol=kink_tol, max_iter=max_iter, tol=tol,
-                            verbose=verbose, complementarity=complementarity)
+                            verbose=verbose, complementarity=complementarity, cone=cone)
 
     # ----------------------------------------------------------------------- lowering
     @cached_property

@@ -45,7 +45,7 @@ from ssl_opt.modeling.terms.psd import PSD
 
 def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: float = 1e-10,
                  verbose: bool = False, complementarity: str = "measured",
-                 target: float = 0.0) -> dict[str, float]:
+                 target: float = 0.0, cone: str = "conic") -> dict[str, float]:
     """The certificate of the module docstring; ``target`` > 0 (a solver's check, not
     ``kkt``) stops the minimization once the residual, as reported (relative to the largest
     of the terms' parts at the multipliers reached), is below ``target``."""
@@ -103,7 +103,7 @@ def stationarity(model, x, kink_tol: float = 1e-6, max_iter: int = 2000, tol: fl
         if measured["stationarity"] < result["stationarity"]:
             result, best_u = measured, measured_u
     cones = [k for k, t in enumerate(free) if isinstance(t, PSD)]
-    if len(cones) == 1 and result["stationarity"] > 0.0:
+    if cone == "conic" and len(cones) == 1 and result["stationarity"] > 0.0:
         # The conic reading (G ⪰ 0, ⟨G, Z⟩ = 0) at the other terms' multipliers; the smaller
         # of the two is reported, as with the complementarity budget above.
         others = [np.zeros(u.shape) if k == cones[0] else u for k, u in enumerate(best_u)]

@@ -323,7 +323,8 @@ class TransductiveModel(Transductive):
         y_u = self.unpack(x)["y_u"]
         return self.inner_model(np.where(y_u > 0, 1.0, -1.0))
 
-    def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity) -> dict[str, float]:
+    def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity,
+             cone) -> dict[str, float]:
         """See the module docstring."""
         v = self.unpack(x)
         if not all(np.all(np.isfinite(a)) for a in v.values()):
@@ -332,7 +333,7 @@ class TransductiveModel(Transductive):
         inner = self.inner_problem(v)
         # The raw point: a Solution carries the inner solver's multipliers (certificate start).
         out = dict(inner.kkt(x, kink_tol=kink_tol, max_iter=max_iter, tol=tol,
-                             verbose=verbose, complementarity=complementarity))
+                             verbose=verbose, complementarity=complementarity, cone=cone))
         o_u = self.outputs(v)[self.l:]
         pos, neg = y_u > 0, ~(y_u > 0)
         decrease = 0.0
