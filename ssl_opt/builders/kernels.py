@@ -79,16 +79,6 @@ def linear_kernel(X, Z=None) -> np.ndarray:
     return _symmetrize_if(_gram(Xm, Zm), same)
 
 
-def squared_distances(X, Z=None) -> np.ndarray:
-    r"""Squared Euclidean distances :math:`D_{ij} = \lVert x_i - z_j\rVert^2`.
-
-    Computed as :math:`\lVert x_i\rVert^2 + \lVert z_j\rVert^2 - 2 x_i^\top z_j`, with round-off
-    negatives clipped to 0. With ``Z=None`` the result is exactly symmetric with a zero diagonal.
-    """
-    Xm, Zm, same = check_kernel_inputs(X, Z)
-    return _sq_dist(Xm, Zm, same)
-
-
 def _sq_dist(Xm, Zm, same: bool) -> np.ndarray:
     xx = _sq_row_norms(Xm)
     zz = xx if same else _sq_row_norms(Zm)

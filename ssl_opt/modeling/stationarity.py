@@ -39,7 +39,6 @@ import numpy as np
 import scipy.sparse.linalg as spla
 
 from ssl_opt.modeling.conic import psd_stationarity
-from ssl_opt.modeling.term import Constraint
 from ssl_opt.modeling.terms.psd import PSD
 
 
@@ -263,7 +262,3 @@ def _norm_squared(pull, push, zeros, iters: int = 30) -> float:
             break
         est, v = new, w
     return 1.01 * est
-
-
-def is_constraint(term) -> bool:
-    return isinstance(term, Constraint)

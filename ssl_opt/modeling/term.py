@@ -219,11 +219,6 @@ def _apply_hessian(H, v: np.ndarray) -> np.ndarray:
     return np.asarray(H, dtype=np.float64) * v
 
 
-def capability_table(terms) -> dict[str, frozenset[str]]:
-    """``{repr(term): capabilities}`` for a readable report."""
-    return {t.describe(): t.capabilities for t in terms}
-
-
 def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None,
                rtol: float = 1e-4) -> None:
     """Check a term's oracles at the argument value ``z`` numerically; raise
