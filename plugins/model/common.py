@@ -1,5 +1,6 @@
 r"""What the generic model solvers share: the flat-vector view of a model, the capability
-checks that name the term a solver cannot handle, and the stop on the model's own certificate.
+checks that name the term a solver cannot handle, the stop on the model's own certificate and
+the exact line search on the terms (with smoothed norms and quadratics along the line).
 
 A model's variables are one flat vector θ (:meth:`~ssl_opt.modeling.Model.pack`); for a set of
 terms ``S`` the smooth part is ``F(θ) = Σ_{k∈S} h_k(A_k θ)``, with ``∇F = Σ A_kᵀ∇h_k`` and
@@ -390,6 +391,55 @@ def exact_step(terms, zs, dzs, value: float, slope: float, s_max: float = np.inf
         s *= 0.5
     return 0.0
 
+
+
+class SmoothedTerm:
+    """A norm term seen through its smoothing at δ (value and gradient, for the line search)."""
+
+    def __init__(self, term, delta: float):
+        self.term, self.delta = term, delta
+
+    def value(self, z):
+        return self.term.smoothed(z, self.delta, hessian=False)[0]
+
+    def gradient(self, z):
+        return self.term.smoothed(z, self.delta, hessian=False)[1]
+
+
+class QuadraticAlongLine:
+    """A quadratic term restricted to the search line, ``s ↦ c₀ + c₁s + ½c₂s²``, seen as a term
+    of the 1-vector ``[s]`` (so that the line search costs no product with its matrix)."""
+
+    def __init__(self, c0: float, c1: float, c2: float):
+        self.c0, self.c1, self.c2 = c0, c1, c2
+
+    def value(self, u):
+        s = float(u[0])
+        return self.c0 + self.c1 * s + 0.5 * self.c2 * s * s
+
+    def gradient(self, u):
+        return np.array([self.c1 + self.c2 * float(u[0])])
+
+
+def along_line(terms, zs, dzs, gradients, rough_ids, delta):
+    """The line search's terms, arguments and directions: smoothed norms, quadratic terms as
+    :class:`QuadraticAlongLine` (one Hessian product each), the others as they are."""
+    out_terms, out_zs, out_dzs = [], [], []
+    one, unit = np.zeros(1), np.ones(1)
+    for t, z, dz, g in zip(terms, zs, dzs, gradients, strict=True):
+        if id(t) in rough_ids:
+            out_terms.append(SmoothedTerm(t, delta))
+        elif {"constant_hessian", "hessp"} <= t.capabilities:
+            out_terms.append(QuadraticAlongLine(
+                t.value(z), float(np.sum(g * dz)), float(np.sum(dz * t.hessp(z, dz)))))
+            out_zs.append(one)
+            out_dzs.append(unit)
+            continue
+        else:
+            out_terms.append(t)
+        out_zs.append(z)
+        out_dzs.append(dz)
+    return out_terms, out_zs, out_dzs
 
 def too_slow(trace: list[tuple[int, float]], tol: float, max_iter: int,
              min_iterations: int = 1000, factor: float = 2.0) -> str:

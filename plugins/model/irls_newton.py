@@ -62,6 +62,7 @@ from ssl_opt.plugins.model.assembly import (
 )
 from ssl_opt.plugins.model.common import (
     ModelSolver,
+    along_line,
     certificate_check,
     check_user_terms,
     directional_slope,
@@ -105,55 +106,6 @@ POLISH_TRIES = 3
 #: at the solver's multipliers (an upper bound, no minimization) is within FULL_CHECK·tol.
 CHECK_ITERS = 300
 FULL_CHECK = 10.0
-
-
-class _Smoothed:
-    """A norm term seen through its smoothing at δ (value and gradient, for the line search)."""
-
-    def __init__(self, term, delta: float):
-        self.term, self.delta = term, delta
-
-    def value(self, z):
-        return self.term.smoothed(z, self.delta, hessian=False)[0]
-
-    def gradient(self, z):
-        return self.term.smoothed(z, self.delta, hessian=False)[1]
-
-
-class _QuadraticAlongLine:
-    """A quadratic term restricted to the search line, ``s ↦ c₀ + c₁s + ½c₂s²``, seen as a term
-    of the 1-vector ``[s]`` (so that the line search costs no product with its matrix)."""
-
-    def __init__(self, c0: float, c1: float, c2: float):
-        self.c0, self.c1, self.c2 = c0, c1, c2
-
-    def value(self, u):
-        s = float(u[0])
-        return self.c0 + self.c1 * s + 0.5 * self.c2 * s * s
-
-    def gradient(self, u):
-        return np.array([self.c1 + self.c2 * float(u[0])])
-
-
-def _along_line(terms, zs, dzs, gradients, rough_ids, delta):
-    """The line search's terms, arguments and directions: smoothed norms, quadratic terms as
-    :class:`_QuadraticAlongLine` (one Hessian product each), the others as they are."""
-    out_terms, out_zs, out_dzs = [], [], []
-    one, unit = np.zeros(1), np.ones(1)
-    for t, z, dz, g in zip(terms, zs, dzs, gradients, strict=True):
-        if id(t) in rough_ids:
-            out_terms.append(_Smoothed(t, delta))
-        elif {"constant_hessian", "hessp"} <= t.capabilities:
-            out_terms.append(_QuadraticAlongLine(
-                t.value(z), float(np.sum(g * dz)), float(np.sum(dz * t.hessp(z, dz)))))
-            out_zs.append(one)
-            out_dzs.append(unit)
-            continue
-        else:
-            out_terms.append(t)
-        out_zs.append(z)
-        out_dzs.append(dz)
-    return out_terms, out_zs, out_dzs
 
 
 class IRLSNewton(ModelSolver):
@@ -310,7 +262,7 @@ class _Run(Run):
             d = np.zeros(model.size)
             d[free] = -grad[free]
         dzs = [linear_part(t.argument, model.unpack_flat(d)) for t in self.terms]
-        line_terms, line_zs, line_dzs = _along_line(self.terms, zs, dzs, gradients,
+        line_terms, line_zs, line_dzs = along_line(self.terms, zs, dzs, gradients,
                                                     self.rough_ids, delta)
         slope = directional_slope(line_terms, line_zs, line_dzs, 0.0)
         step = exact_step(line_terms, line_zs, line_dzs, phi, slope) if slope < 0 else 0.0
