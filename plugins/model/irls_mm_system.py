@@ -25,7 +25,8 @@ def _linear_matrix(linear, C: int, separable: bool):
     matrix for each of the C columns; :class:`NotSeparable` when a map mixes them)."""
     M = linear.column_matrix(C) if separable else linear.matrix()
     if M is None:
-        raise NotSeparable(f"a map of {type(linear).__name__} that mixes the columns")
+        mixing = next(f for f in linear.factors() if f.column_matrix(C) is None)
+        raise NotSeparable(f"a {type(mixing).__name__} map that mixes the columns")
     return sp.csr_matrix(M)
 
 

@@ -31,26 +31,34 @@ from __future__ import annotations
 import numpy as np
 
 from ssl_opt.numerics import eigen
-from ssl_opt.numerics.psd import PSDPoint
+from ssl_opt.numerics.psd import PSDPoint, matrix_inner
 
 
-def conic_residuals(point: PSDPoint, G, gradient_extremes: tuple[float, float],
-                    objective: float, trace_bound: float | None = None) -> dict[str, float]:
-    """``gradient_psd``, ``kernel_psd``, ``complementarity`` and, with ``trace_bound`` (a bound
-    on ``tr Z*``), ``suboptimality_bound`` (module docstring) at a symmetric ``point`` (its
-    :meth:`~ssl_opt.numerics.psd.PSDPoint.symmetric_part`), with ``G`` and
-    ``(λ_min(G), λ_max(G))`` given (whoever builds G knows the cheapest way to its
-    eigenvalues)."""
+def dual_residuals(gradient_extremes: tuple[float, float], inner: float, objective: float,
+                   trace_bound: float | None = None) -> dict[str, float]:
+    """``gradient_psd``, ``complementarity`` and, with ``trace_bound`` (a bound on ``tr Z*``),
+    ``suboptimality_bound`` (module docstring) from ``(λ_min(G), λ_max(G))`` and
+    ``inner = ⟨G, Z⟩``: the conditions on the multiplier side, which need no eigenvalue of
+    ``Z``."""
     g_min, g_max = gradient_extremes
-    z_min, z_max = point.extremes()
-    inner = point.inner(G)
     scale = max(1.0, abs(objective))
     out = {"gradient_psd": max(0.0, -g_min) / max(1.0, g_max),
-           "kernel_psd": max(0.0, -z_min) / max(1.0, z_max),
            "complementarity": abs(inner) / scale}
     if trace_bound is not None:
         out["suboptimality_bound"] = (max(0.0, inner) + max(0.0, -g_min) * trace_bound) / scale
     return out
+
+
+def conic_residuals(point: PSDPoint, G, gradient_extremes: tuple[float, float],
+                    objective: float, trace_bound: float | None = None) -> dict[str, float]:
+    """:func:`dual_residuals` and ``kernel_psd`` at a symmetric ``point`` (its
+    :meth:`~ssl_opt.numerics.psd.PSDPoint.symmetric_part`), with ``G`` and
+    ``(λ_min(G), λ_max(G))`` given (whoever builds G knows the cheapest way to its
+    eigenvalues)."""
+    z_min, z_max = point.extremes()
+    dual = dual_residuals(gradient_extremes, point.inner(G), objective, trace_bound)
+    return {"gradient_psd": dual.pop("gradient_psd"),
+            "kernel_psd": max(0.0, -z_min) / max(1.0, z_max), **dual}
 
 
 def psd_stationarity(model, cone, r_without_cone: dict[str, np.ndarray], values: dict,
@@ -58,8 +66,9 @@ def psd_stationarity(model, cone, r_without_cone: dict[str, np.ndarray], values:
     """The conic reading of stationarity for a model whose constraint ``cone`` is ``Z ⪰ 0`` on
     a whole variable ``Z``: the largest of ``gradient_psd``, ``complementarity`` and the other
     variables' residual ``max|r| / scale``, with ``r_without_cone`` the gradient of the
-    Lagrangian per variable without the cone's multiplier (so ``G = sym(r[Z])``). None when
-    the cone is on anything else than a whole variable."""
+    Lagrangian per variable without the cone's multiplier (so ``G = sym(r[Z])``). Z's own
+    eigenvalues are the constraint's feasibility, reported beside it. None when the cone is on
+    anything else than a whole variable."""
     if not cone.argument.is_variable() or cone.argument.offset is not None:
         return None
     name = cone.argument.parts[0][0].name
@@ -68,9 +77,9 @@ def psd_stationarity(model, cone, r_without_cone: dict[str, np.ndarray], values:
         return None
     R = r_without_cone[name]
     G = 0.5 * (R + R.T)
-    point, _ = PSDPoint(Z.shape[0], Z=Z).symmetric_part()
-    cone_part = conic_residuals(point, G, eigen.extreme_eigenvalues(G, eigen.DENSE_EIG_MAX),
-                                model.objective(values))
+    dual = dual_residuals(eigen.extreme_eigenvalues(G, eigen.DENSE_EIG_MAX),
+                          matrix_inner(G, Z),  # ⟨G, Z⟩ = ⟨G, sym Z⟩: G is symmetric
+                          model.objective(values))
     rest = max((float(np.max(np.abs(r), initial=0.0)) for k, r in r_without_cone.items()
                 if k != name), default=0.0)
-    return max(cone_part["gradient_psd"], cone_part["complementarity"], rest / scale)
+    return max(dual["gradient_psd"], dual["complementarity"], rest / scale)

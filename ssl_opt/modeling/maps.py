@@ -43,6 +43,16 @@ def split_rows(shape, columns: int) -> int:
     return shape[0] if len(shape) == 2 else 1
 
 
+def _on_columns(M, columns: int):
+    """``M ⊗ I_c``, the matrix of M applied alike to each of ``columns`` columns in C order
+    (M itself for one column); sparse stays sparse."""
+    if columns == 1:
+        return M
+    if sp.issparse(M):
+        return sp.kron(M, sp.identity(columns), format="csr")
+    return np.kron(M, np.eye(columns))
+
+
 def mixed_product(a, b):
     """``a @ b`` for any mix of dense arrays and sparse matrices (dense when either is)."""
     if sp.issparse(a) and not sp.issparse(b):
@@ -71,6 +81,8 @@ class LinearMap:
     out_shape: tuple[int, ...]
     #: The CVXPY reference can use it (False for products-only operators).
     explicit: bool = True
+    #: Its matrix has no negative entry, so ``|A|`` is A itself (a selection, a broadcast).
+    nonnegative: bool = False
 
     def apply(self, v: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -89,12 +101,21 @@ class LinearMap:
         raise NotImplementedError(f"{type(self).__name__} has no matrix() method")
 
     def column_matrix(self, columns: int):
-        return self.matrix() if columns == 1 else None
+        """The whole matrix for one column, else :meth:`column_block`."""
+        return self.matrix() if columns == 1 else self.column_block(columns)
+
+    def column_block(self, columns: int):
+        """The matrix on one of ``columns`` > 1 columns, or None (module docstring)."""
+        return None
 
     def abs_apply(self, v: np.ndarray, cache: dict) -> np.ndarray:
+        if self.nonnegative:
+            return self.apply(v)
         raise NotExplicit
 
     def abs_adjoint(self, g: np.ndarray, cache: dict) -> np.ndarray:
+        if self.nonnegative:
+            return self.adjoint(g)
         raise NotExplicit
 
 
@@ -106,6 +127,7 @@ def matrices(m: LinearMap) -> list:
 @dataclass(frozen=True, eq=False)
 class Identity(LinearMap):
     in_shape: tuple[int, ...]
+    nonnegative = True
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -123,14 +145,8 @@ class Identity(LinearMap):
     def matrix(self):
         return sp.identity(_size(self.in_shape), format="csr")
 
-    def column_matrix(self, columns):
+    def column_block(self, columns):
         return sp.identity(split_rows(self.in_shape, columns), format="csr")
-
-    def abs_apply(self, v, cache):
-        return v
-
-    def abs_adjoint(self, g, cache):
-        return g
 
 
 @dataclass(frozen=True, eq=False)
@@ -165,15 +181,10 @@ class MatMul(LinearMap):
     def matrix(self):
         if not self.explicit:
             raise NotImplementedError("a products-only operator has no matrix")
-        c = _columns(self.in_shape)
-        if sp.issparse(self.M):
-            return (sp.csr_matrix(self.M) if c == 1
-                    else sp.kron(self.M, sp.identity(c), format="csr"))
-        return np.asarray(self.M) if c == 1 else np.kron(self.M, np.eye(c))
+        M = sp.csr_matrix(self.M) if sp.issparse(self.M) else np.asarray(self.M)
+        return _on_columns(M, _columns(self.in_shape))
 
-    def column_matrix(self, columns):
-        if columns == 1:
-            return self.matrix()
+    def column_block(self, columns):
         if len(self.in_shape) != 2 or not self.explicit:
             return None
         return sp.csr_matrix(self.M) if sp.issparse(self.M) else np.asarray(self.M)
@@ -198,6 +209,7 @@ class Rows(LinearMap):
 
     index: np.ndarray
     in_shape: tuple[int, ...]
+    nonnegative = True
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -220,20 +232,10 @@ class Rows(LinearMap):
                              shape=(k, self.in_shape[0]))
 
     def matrix(self):
-        c = _columns(self.in_shape)
-        return self._select() if c == 1 else sp.kron(self._select(), sp.identity(c),
-                                                     format="csr")
+        return _on_columns(self._select(), _columns(self.in_shape))
 
-    def column_matrix(self, columns):
-        if columns == 1:
-            return self.matrix()
+    def column_block(self, columns):
         return self._select() if len(self.in_shape) == 2 else None
-
-    def abs_apply(self, v, cache):
-        return self.apply(v)
-
-    def abs_adjoint(self, g, cache):
-        return self.adjoint(g)
 
 
 @dataclass(frozen=True, eq=False)
@@ -242,6 +244,7 @@ class Broadcast(LinearMap):
 
     n: int
     in_shape: tuple[int, ...]
+    nonnegative = True
 
     @property
     def out_shape(self) -> tuple[int, ...]:
@@ -259,20 +262,10 @@ class Broadcast(LinearMap):
         return np.ones((self.n, 1)) @ cp.reshape(v, (1, self.in_shape[0]), order="C")
 
     def matrix(self):
-        c = max(1, _size(self.in_shape))
-        ones = sp.csr_matrix(np.ones((self.n, 1)))
-        return ones if c == 1 else sp.kron(ones, sp.identity(c), format="csr")
+        return _on_columns(sp.csr_matrix(np.ones((self.n, 1))), max(1, _size(self.in_shape)))
 
-    def column_matrix(self, columns):
-        if columns == 1:
-            return self.matrix()
+    def column_block(self, columns):
         return sp.csr_matrix(np.ones((self.n, 1))) if self.in_shape == (columns,) else None
-
-    def abs_apply(self, v, cache):
-        return self.apply(v)
-
-    def abs_adjoint(self, g, cache):
-        return self.adjoint(g)
 
 
 @dataclass(frozen=True, eq=False)
@@ -302,9 +295,7 @@ class Scale(LinearMap):
             return float(self.s) * sp.identity(_size(self.in_shape), format="csr")
         return sp.diags(np.ravel(np.broadcast_to(self.s, self.in_shape)), format="csr")
 
-    def column_matrix(self, columns):
-        if columns == 1:
-            return self.matrix()
+    def column_block(self, columns):
         rows = split_rows(self.in_shape, columns)
         if np.ndim(self.s) == 0:
             return float(self.s) * sp.identity(rows, format="csr")
@@ -352,7 +343,7 @@ class Compose(LinearMap):
     def matrix(self):
         return chain_matrix(self.factors())
 
-    def column_matrix(self, columns):
+    def column_block(self, columns):
         return chain_matrix(self.factors(), columns)
 
     def abs_apply(self, v, cache):

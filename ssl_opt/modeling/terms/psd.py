@@ -78,22 +78,21 @@ class PSD(Constraint):
     def prox_seconds(self) -> float:
         return 1e-5 + EIGH_SECONDS_PER_CUBE * float(self.shape[0]) ** 3
 
-    def _null_space(self, z: np.ndarray, tol: float) -> np.ndarray:
-        """The eigenvectors of ``sym(z)`` with eigenvalues ≤ ``tol`` (one decomposition per
-        ``z`` object)."""
+    def _null_space(self, z: np.ndarray, tol: float) -> np.ndarray | None:
+        """The eigenvectors of ``sym(z)`` with eigenvalues ≤ ``tol``, None for a non-finite
+        ``z`` (no cone to project onto); one decomposition, and one finiteness check, per
+        ``z`` object."""
         if self._eig is None or self._eig[0]() is not z:
-            self._eig = (weakref.ref(z), *np.linalg.eigh(_sym(z)))  # z itself is not kept
+            decomposition = np.linalg.eigh(_sym(z)) if np.all(np.isfinite(z)) else (None, None)
+            self._eig = (weakref.ref(z), *decomposition)  # z itself is not kept
         _, w, U = self._eig
-        return U[:, w <= tol]
+        return None if w is None else U[:, w <= tol]
 
     def project_subgradient(self, z, u, tol):
         u = np.asarray(u, dtype=np.float64)
-        z = np.asarray(z, dtype=np.float64)
         skew = 0.5 * (u - u.T)
-        if not np.all(np.isfinite(z)):  # no cone to project onto: the residual reports it
-            return skew
-        U0 = self._null_space(z, tol)
-        if U0.shape[1] == 0:
+        U0 = self._null_space(np.asarray(z, dtype=np.float64), tol)
+        if U0 is None or U0.shape[1] == 0:  # a non-finite z: the residual reports it
             return skew
         inner = psd_projection(-(U0.T @ _sym(u) @ U0))
         return skew - U0 @ inner @ U0.T
