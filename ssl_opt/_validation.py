@@ -7,7 +7,9 @@ argument and the fix. Nothing is silently clipped or repaired.
 from __future__ import annotations
 
 import numbers
+import tempfile
 import warnings
+from pathlib import Path
 
 import numpy as np
 import scipy.sparse as sp
@@ -170,6 +172,20 @@ def check_binary_labels(y, name: str = "y", n: int | None = None) -> np.ndarray:
             f"{name} holds one class only ({int(arr[0]):+d}); both classes must be labeled."
         )
     return arr
+
+
+def check_writable_directory(path: str | Path, name: str) -> Path:
+    """Create the directory ``path`` if needed and write a probe file in it, so that a path
+    the run could not write fails before the run, not after it."""
+    out = Path(path)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=out):
+            pass
+    except OSError as exc:
+        raise InvalidInputError(f"{name} {str(path)!r} cannot be written ({exc.strerror or exc}"
+                                "); choose a directory you can write to.") from None
+    return out
 
 
 def check_real(value, name: str) -> float:

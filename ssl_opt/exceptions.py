@@ -14,8 +14,9 @@ class SolverNotFoundError(LookupError, ValueError):
     ``ValueError``)."""
 
 
-class InsufficientMemoryError(UnsupportedProblemError):
-    """No applicable solver is predicted to fit in the memory available."""
+class InsufficientMemoryError(UnsupportedProblemError, MemoryError):
+    """No applicable solver (or the operator asked for) is predicted to fit in the memory
+    available; also a ``MemoryError``."""
 
 
 class BadScalingWarning(UserWarning):

@@ -86,8 +86,8 @@ def load_svmlight(
     FileNotFoundError
         When the file does not exist.
     InvalidInputError
-        When the file does not hold exactly two distinct labels, is malformed, or has more
-        features than ``n_features``.
+        When the file does not hold exactly two distinct labels, is malformed, has NaN or inf
+        entries, or has more features than ``n_features``.
     """
     from sklearn.datasets import load_svmlight_file
 
@@ -106,6 +106,11 @@ def load_svmlight(
             + (" and n_features" if n_features is not None else "")
             + "."
         ) from exc
+    if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
+        bad = "features" if not np.all(np.isfinite(X.data)) else "labels"
+        raise InvalidInputError(
+            f"{file} has NaN or inf {bad}; remove or impute those entries before loading."
+        )
     labels = np.unique(y)
     if labels.size != 2:
         shown = labels[:10].tolist() + (["..."] if labels.size > 10 else [])

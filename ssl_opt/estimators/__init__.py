@@ -20,6 +20,7 @@ NPKLKernel             NPKL                                bcd
 
 from ssl_opt.estimators import ere, lass, linear, manifold, npkl
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
+from ssl_opt.estimators._labels import LabelConventionWarning
 from ssl_opt.estimators.ere import EREClassifier, LRLClassifier
 from ssl_opt.estimators.lass import LaplacianAssignment
 from ssl_opt.estimators.linear import LinearL2SVC, TransductiveSVC
@@ -41,6 +42,6 @@ ESTIMATORS = (LapSVC, LapRLSC, LinearL2SVC, TransductiveSVC, LaplacianAssignment
 
 __all__ = [
     "ESTIMATORS", "EXPECTED_FAILED_CHECKS", "DegenerateProblemWarning", "EREClassifier",
-    "LRLClassifier", "LapRLSC", "LapSVC", "LaplacianAssignment", "LinearL2SVC", "NPKLKernel",
-    "TransductiveSVC",
+    "LRLClassifier", "LabelConventionWarning", "LapRLSC", "LapSVC", "LaplacianAssignment",
+    "LinearL2SVC", "NPKLKernel", "TransductiveSVC",
 ]

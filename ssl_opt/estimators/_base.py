@@ -15,16 +15,50 @@ user gets the same check against the reference optimum and the KKT residuals as 
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
+from sklearn.base import ClassifierMixin
+from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ssl_opt import registry
 from ssl_opt.api import BACKENDS, select, solve
 from ssl_opt.certificate import CERTIFY_REFERENCE_BUDGET, Certificate, certify
-from ssl_opt.estimators._labels import LabelLayout, label_layout
+from ssl_opt.estimators._labels import UNLABELED, LabelLayout, label_layout, unlabeled_mask
 from ssl_opt.solution import Solution
 
 #: The ``solver`` values that name a backend (the selector picks the solver), not a solver.
 BACKEND_CHOICES = BACKENDS
+
+
+def checked_X(estimator, X, *, name: str = "X", **kwargs):
+    """scikit-learn's ``validate_data`` (float64), with the failures a user can fix named.
+
+    Non-numeric entries raise a ``ValueError`` naming ``name`` and the fix, an error about
+    another array than ``X`` (``X_val``) names it, and so does a scale whose squares overflow
+    float64: kernels, distances and Gram products square X's entries, so ``max|x|² · n · d``
+    must be finite (X scaled by 1e200 would otherwise give inf kernels or chance-level
+    predictions).
+    """
+    try:
+        X = validate_data(estimator, X, dtype=np.float64, **kwargs)
+    except ValueError as exc:
+        text = str(exc)
+        if "convert" in text and ("string" in text or "float" in text):
+            raise ValueError(f"{name} must hold numbers only ({text}); encode categorical "
+                             "columns first, e.g. with sklearn.preprocessing.OneHotEncoder."
+                             ) from exc
+        if name != "X":
+            raise ValueError(f"{name} is invalid: {text} (said of {name}, not of X).") from exc
+        raise
+    values = X.data if sp.issparse(X) else X
+    if values.size:
+        top = float(np.max(np.abs(values)))
+        if not np.isfinite(top * top * X.shape[0] * X.shape[1]):
+            raise ValueError(f"{name} has entries up to {top:.3g} in magnitude: their squares "
+                             "overflow float64, so kernels, distances and Gram products would "
+                             f"be inf. Scale {name} first, e.g. with "
+                             "sklearn.preprocessing.StandardScaler.")
+    return X
 
 
 def solve_with(problem, solver: str, options: dict | None, warm_start=None) -> Solution:
@@ -51,6 +85,31 @@ def _shapes_match(problem, solution: Solution) -> bool:
                for name, shape in problem.variables.items())
 
 
+class SemiSupervisedClassifierMixin(ClassifierMixin):
+    """scikit-learn's classifier mixin whose ``score`` leaves out the unlabeled targets."""
+
+    def score(self, X, y, sample_weight=None) -> float:
+        """Mean accuracy on the labeled targets of ``y``: entries equal to ``-1`` (rows of
+        ``-1`` in a 2-D ``y``), the unlabeled mark of ``fit``, are left out.
+
+        Raises ``ValueError`` when no target is labeled, as in a cross-validation test fold
+        of unlabeled points only: split with
+        :class:`~ssl_opt.model_selection.LabeledKFold`, which tests on labeled points only.
+        """
+        y = np.asarray(y)
+        unlabeled = (np.all(y == UNLABELED, axis=1) if y.ndim == 2 and y.dtype.kind in "iuf"
+                     else unlabeled_mask(y) if y.ndim == 1 else np.zeros(len(y), dtype=bool))
+        if unlabeled.all():
+            raise ValueError("y has no labeled target (every entry is -1, the unlabeled "
+                             "mark), so there is nothing to score; in cross-validation "
+                             "use ssl_opt.model_selection.LabeledKFold as cv.")
+        if not unlabeled.any():
+            return super().score(X, y, sample_weight=sample_weight)
+        keep = np.flatnonzero(~unlabeled)
+        weights = None if sample_weight is None else np.asarray(sample_weight)[keep]
+        return super().score(_safe_indexing(X, keep), y[keep], sample_weight=weights)
+
+
 class CertifiedMixin:
     """``certificate()`` and the checks shared by all estimators."""
 
@@ -69,8 +128,7 @@ class CertifiedMixin:
 
     def _validate_X_y(self, X, y, *, accept_sparse, min_classes: int = 2,
                       allow_unlabeled: bool = True) -> tuple[np.ndarray, LabelLayout]:
-        X = validate_data(self, X, accept_sparse=accept_sparse, dtype=np.float64,
-                          ensure_min_samples=2)
+        X = checked_X(self, X, accept_sparse=accept_sparse, ensure_min_samples=2)
         layout = label_layout(y, X.shape[0], min_classes=min_classes,
                               allow_unlabeled=allow_unlabeled)
         self.classes_ = layout.classes

@@ -5,7 +5,9 @@
   (width far too large: every point resembles every other one);
 * a disconnected graph (the manifold term then cannot carry labels between components);
 * an S3VM whose unlabeled predictions put all points in one class or contradict the class
-  ratio it was asked to keep.
+  ratio it was asked to keep, or whose class ratio, taken from the labels, is far from what
+  the labeled rows alone predict on the unlabeled ones;
+* any classifier that puts every unlabeled point in one class.
 """
 
 from __future__ import annotations
@@ -93,4 +95,35 @@ def warn_if_unbalanced(predictions_u: np.ndarray, ratio: float, tolerance: float
         warnings.warn(f"The S3VM's unlabeled predictions are {frac:.0%} positive but the class "
                       f"ratio it was asked to keep is {ratio:.0%}: the run may have converged "
                       "to a poor (possibly flipped) labeling. Check r and lam_u.",
+                      DegenerateProblemWarning, stacklevel=3)
+
+
+def warn_if_one_class_takes_all(labels_u: np.ndarray, n_classes: int, minimum: int = 5) -> None:
+    """Warn when a classifier of ``n_classes ≥ 2`` classes put all of its ``≥ minimum``
+    unlabeled points (their fitted labels ``labels_u``) in one class."""
+    if n_classes < 2 or labels_u.size < minimum:
+        return
+    first = labels_u[0]
+    if np.all(labels_u == first):
+        first = first.item() if isinstance(first, np.generic) else first
+        warnings.warn(f"Every one of the {labels_u.size} unlabeled points was put in class "
+                      f"{first!r}: the fit is degenerate (one class takes all). Check that the "
+                      "labeled points represent every class, and the regularization weights "
+                      "(a graph term too strong, or a kernel too wide).",
+                      DegenerateProblemWarning, stacklevel=3)
+
+
+def warn_if_ratio_unsupported(ratio: float, supervised_fraction: float, label,
+                              tolerance: float = 0.25) -> None:
+    """Warn when the class ratio ``ratio``, taken from the labeled rows, differs by more
+    than ``tolerance`` from ``supervised_fraction``, the share of unlabeled rows that a
+    classifier of the labeled rows alone puts in class ``label``: the labeled rows are then
+    unlikely to be a random sample of the classes, and the transduction keeps their share."""
+    if abs(ratio - supervised_fraction) > tolerance:
+        label = label.item() if isinstance(label, np.generic) else label
+        warnings.warn(f"The class ratio r = {ratio:.2f} of class {label!r} was taken from the "
+                      "labeled rows, but an L2-SVM of the labeled rows alone puts "
+                      f"{supervised_fraction:.0%} of the unlabeled rows in that class: the "
+                      "labeled rows are likely not a random sample of the classes, and the "
+                      "transduction keeps their share. Pass ratio= with the share you expect.",
                       DegenerateProblemWarning, stacklevel=3)

@@ -9,6 +9,7 @@ heuristic"), so the default kernel is neither nearly the identity nor nearly con
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -16,6 +17,7 @@ import scipy.sparse as sp
 
 from ssl_opt._validation import check_choice, check_int, check_positive
 from ssl_opt.builders import knn_graph, laplacian, linear_kernel, polynomial_kernel, rbf_kernel
+from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
 
 KERNELS = ("rbf", "poly", "linear", "precomputed")
 GRAPH_WEIGHTS = ("binary", "heat")
@@ -43,6 +45,22 @@ def check_graph_params(n_neighbors, graph_weights, sigma=None) -> None:
     check_choice(graph_weights, "graph_weights", GRAPH_WEIGHTS)
     if sigma is not None:
         check_positive(sigma, "sigma")
+
+
+def neighbours_for(n_neighbors, n: int) -> int:
+    """``n_neighbors`` for a graph of ``n`` points: a point has at most n − 1 neighbours, so a
+    larger value is cut to n − 1 with a :class:`DegenerateProblemWarning` (the graph is then
+    complete, and the Laplacian term no longer follows the data's shape)."""
+    if n < 2:
+        raise ValueError("A graph needs at least 2 samples; pass more rows in X.")
+    k = int(n_neighbors)
+    if k >= n:
+        warnings.warn(f"n_neighbors={k} is not below the number of samples n={n}: the graph "
+                      f"joins every point to all {n - 1} others, so it carries no manifold "
+                      f"structure. Pass n_neighbors < {n} (typically 5 to 20).",
+                      DegenerateProblemWarning, stacklevel=3)
+        k = n - 1
+    return k
 
 
 def check_kernel_choice(kernel) -> None:
@@ -120,17 +138,14 @@ def graph_laplacian(X, K, *, affinity=None, laplacian_matrix=None, precomputed: 
 
     Priority: a precomputed Laplacian (returned as given, adjacency ``None``), a precomputed
     affinity ``W``, then a kNN graph of X (of the kernel distances when X is a Gram matrix).
-    ``n_neighbors`` is clipped to n − 1 so tiny fits still have a graph.
+    ``n_neighbors`` is cut to n − 1 with a warning (:func:`neighbours_for`).
     """
     if laplacian_matrix is not None:
         return sp.csr_matrix(laplacian_matrix, dtype=np.float64), None
     if affinity is not None:
         W = sp.csr_matrix(affinity, dtype=np.float64)
     else:
-        n = X.shape[0]
-        k = min(int(n_neighbors), n - 1)
-        if k < 1:
-            raise ValueError("A graph needs at least 2 samples; pass more rows in X.")
+        k = neighbours_for(n_neighbors, X.shape[0])
         W = (knn_graph(kernel_distances(K), n_neighbors=k, weights=weights,
                        metric="precomputed") if precomputed
              else knn_graph(X, n_neighbors=k, weights=weights))

@@ -10,6 +10,7 @@ a binary problem.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +19,11 @@ from sklearn.utils.validation import column_or_1d
 
 #: The value of ``y`` that marks an unlabeled sample.
 UNLABELED = -1
+
+
+class LabelConventionWarning(UserWarning):
+    """``y`` looks written in another convention than scikit-learn's semi-supervised one
+    (``-1`` unlabeled): read the message for the conversion."""
 
 
 @dataclass(frozen=True)
@@ -103,16 +109,70 @@ def label_layout(y, n_samples: int, *, min_classes: int = 2,
                          "label per row of X (-1 for unlabeled).")
     if y.dtype.kind == "f" and not np.all(np.isfinite(y)):
         raise ValueError("y contains NaN or inf; mark unlabeled samples with -1.")
+    _refuse_string_unlabeled(y)
     unlabeled = unlabeled_mask(y) if allow_unlabeled else np.zeros(y.shape, dtype=bool)
     labeled = ~unlabeled
     if not labeled.any():
         raise ValueError("y has no labeled sample (every entry is -1); label at least one "
                          "sample of each class.")
     y_lab = y[labeled]
+    _refuse_mixed_types(y_lab)
     check_classification_targets(y_lab)
     classes, codes = np.unique(y_lab, return_inverse=True)
+    _warn_if_zero_marks_unlabeled(y, unlabeled)
     if classes.size < min_classes:
         raise ValueError(f"y has {classes.size} class among its labeled samples; this "
                          f"estimator needs at least {min_classes} classes.")
     order = np.concatenate([np.flatnonzero(labeled), np.flatnonzero(unlabeled)])
     return LabelLayout(classes, order, int(labeled.sum()), codes.astype(np.intp))
+
+
+def _is_text(values: np.ndarray) -> np.ndarray:
+    return np.fromiter((isinstance(v, (str, bytes)) for v in values), dtype=bool,
+                       count=values.size)
+
+
+def _refuse_string_unlabeled(y: np.ndarray) -> None:
+    """A ``'-1'`` among string labels would be a class of its own, not the unlabeled mark
+    (scikit-learn's ``SelfTrainingClassifier`` refuses string ``y`` for this reason)."""
+    if y.dtype.kind in "US":
+        text = y.astype(str)
+    elif y.dtype.kind == "O":
+        text = np.array([v.decode() if isinstance(v, bytes) else v
+                         for v in y[_is_text(y)]], dtype=str)
+    else:
+        return
+    if np.any(np.char.strip(text) == str(UNLABELED)):
+        raise ValueError(
+            "y holds the string '-1', which would be read as a class of its own: the "
+            "unlabeled mark is the integer -1. Convert y, e.g. y = y.astype(object); "
+            "y[y == '-1'] = -1, or encode the labels as integers.")
+
+
+def _refuse_mixed_types(y_lab: np.ndarray) -> None:
+    if y_lab.dtype.kind != "O" or y_lab.size == 0:
+        return
+    text = _is_text(y_lab)
+    if text.any() and not text.all():
+        shown = [y_lab[np.argmax(text)], y_lab[np.argmin(text)]]
+        raise ValueError(
+            f"y mixes string and numeric labels (e.g. {shown[0]!r} and {shown[1]!r}); use one "
+            "type for all labels, e.g. y = y.astype(str) with the unlabeled samples set "
+            "to the integer -1 in an object array.")
+
+
+def _warn_if_zero_marks_unlabeled(y: np.ndarray, unlabeled: np.ndarray) -> None:
+    """Warn when ``y`` holds exactly -1, 0 and 1 with 0 on most samples: ±1 labels with 0
+    for unlabeled, read here as classes 0 and 1 with the -1 samples unlabeled."""
+    if y.dtype.kind not in "iuf":
+        return
+    values = np.unique(y)
+    if values.size != 3 or not np.array_equal(values, [-1, 0, 1]):
+        return
+    zeros = int(np.count_nonzero(y == 0))
+    if 2 * zeros > y.size and zeros > int(unlabeled.sum()):
+        warnings.warn(
+            f"y holds -1, 0 and 1 with 0 on {zeros} of {y.size} samples: -1 marks an "
+            "unlabeled sample here and 0 is a class. If your labels are ±1 with 0 for "
+            "unlabeled, convert them first: y = np.where(y == 0, -1, (y == 1).astype(int)) "
+            "(class -1 becomes 0).", LabelConventionWarning, stacklevel=4)

@@ -31,15 +31,24 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from ssl_opt._validation import check_bool, check_positive
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import validated_adjacency
-from ssl_opt.estimators._base import CertifiedMixin, solve_with
-from ssl_opt.estimators._diagnostics import DegenerateProblemWarning, warn_if_disconnected
-from ssl_opt.estimators._kernels import check_graph_params
+from ssl_opt.estimators._base import (
+    CertifiedMixin,
+    SemiSupervisedClassifierMixin,
+    checked_X,
+    solve_with,
+)
+from ssl_opt.estimators._diagnostics import (
+    DegenerateProblemWarning,
+    warn_if_disconnected,
+    warn_if_one_class_takes_all,
+)
+from ssl_opt.estimators._kernels import check_graph_params, neighbours_for
 from ssl_opt.estimators._labels import UNLABELED, label_layout
 from ssl_opt.problems.ere.lrl import LRL
 from ssl_opt.problems.ere.problem import ERE
@@ -105,7 +114,7 @@ def _warn_if_constant(scores: np.ndarray) -> None:
                       DegenerateProblemWarning, stacklevel=3)
 
 
-class _EmbeddingClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
+class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
     """Shared by :class:`EREClassifier` and :class:`LRLClassifier` (parameters there)."""
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.01, *, n_neighbors: int = 10,
@@ -145,7 +154,7 @@ class _EmbeddingClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         zero diagonal, in the order of X's rows, used instead of the kNN graph.
         """
         self._check_params()
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, ensure_min_samples=2)
+        X = checked_X(self, X, accept_sparse="csr", ensure_min_samples=2)
         n = X.shape[0]
         self.classes_, order, n_labeled, Y, self._multilabel_dtype = _targets(y, n)
         if affinity is not None:
@@ -154,7 +163,7 @@ class _EmbeddingClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError(f"affinity must be (n_samples, n_samples) = ({n}, {n}) to "
                                  f"match X, got shape {A.shape}.")
         else:
-            A = knn_graph(X, n_neighbors=min(int(self.n_neighbors), n - 1),
+            A = knn_graph(X, n_neighbors=neighbours_for(self.n_neighbors, n),
                           weights=self.graph_weights, sigma=self.sigma)
         labeled = np.zeros(n, dtype=bool)
         labeled[order[:n_labeled]] = True
@@ -179,11 +188,13 @@ class _EmbeddingClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         inverse = np.empty_like(order)
         inverse[order] = np.arange(n)
         self.transduction_ = trans[inverse]
+        if not multilabel:
+            warn_if_one_class_takes_all(trans[n_labeled:], len(self.classes_))
         return self
 
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self, "solution_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = checked_X(self, X, accept_sparse="csr", reset=False)
         return self.problem_.model_scores(self.solution_, X)
 
     def decision_function(self, X) -> np.ndarray:
@@ -200,7 +211,7 @@ class _EmbeddingClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         """``classes_[argmax S]``, or in multi-label mode the 0/1 matrix ``S ≥ τ`` (y's
         dtype), ``S = X W + 1bᵀ`` (``problem_.predict`` with ``X_new``)."""
         check_is_fitted(self, "solution_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = checked_X(self, X, accept_sparse="csr", reset=False)
         if self._multilabel_dtype is not None:
             pred = self.problem_.predict(self.solution_, X_new=X, multilabel=True)
             return pred.astype(self._multilabel_dtype)
@@ -214,7 +225,7 @@ _PARAMS_DOC = """
     beta : float > 0
         Weight β of ``‖W‖_F²``.
     n_neighbors : int >= 1, default 10
-        Neighbours per point of the kNN graph (clipped to n − 1).
+        Neighbours per point of the kNN graph (cut to n − 1 with a warning).
     graph_weights : {"heat", "binary"}, default "heat"
     sigma : float > 0 or None
         Heat-kernel width; None: the mean kNN distance (``knn_graph``'s default).

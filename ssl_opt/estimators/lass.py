@@ -31,17 +31,22 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.neighbors import NearestNeighbors
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ssl_opt._validation import check_bool, check_positive
 from ssl_opt.builders import knn_graph
 from ssl_opt.builders.laplacian import validated_adjacency
 from ssl_opt.components.simplex import project_rows_to_simplex
-from ssl_opt.estimators._base import CertifiedMixin, solve_with
-from ssl_opt.estimators._diagnostics import warn_if_disconnected
-from ssl_opt.estimators._kernels import check_graph_params
+from ssl_opt.estimators._base import (
+    CertifiedMixin,
+    SemiSupervisedClassifierMixin,
+    checked_X,
+    solve_with,
+)
+from ssl_opt.estimators._diagnostics import warn_if_disconnected, warn_if_one_class_takes_all
+from ssl_opt.estimators._kernels import check_graph_params, neighbours_for
 from ssl_opt.problems.lass.problem import LASS
 
 #: Checks of scikit-learn's suite that cannot hold for these estimators, with the reason.
@@ -54,7 +59,7 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
 }
 
 
-class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):
+class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
     r"""Semi-supervised classification by Laplacian assignment (LASS) [002].
 
     Solves ``min_Z λ tr(ZᵀLZ) − tr(GᵀZ)`` over row-stochastic ``Z ≥ 0`` (module docstring):
@@ -65,7 +70,7 @@ class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):
     lam : float > 0, default 0.01
         Weight λ of the Laplacian term (G holds 1 at each labeled point's class).
     n_neighbors : int >= 1, default 10
-        Neighbours per point of the kNN graph (clipped to n − 1), also used for the
+        Neighbours per point of the kNN graph (cut to n − 1 with a warning), also used for the
         out-of-sample similarities.
     graph_weights : {"heat", "binary"}, default "heat"
         ``exp(−‖x_i − x_j‖²/(2σ²))`` or 1 on each kNN edge.
@@ -86,7 +91,7 @@ class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):
     transduction_ : labels of the training points, ``classes_[argmax Z_i]``.
     classes_, n_features_in_, problem_ (:class:`~ssl_opt.problems.LASS`), solution_,
     sigma_ (heat width used, None for binary weights or a precomputed affinity),
-    n_neighbors_ (after clipping), n_components_ (connected components of the graph).
+    n_neighbors_ (the graph's), n_components_ (connected components of the graph).
     """
 
     def __init__(self, lam: float = 0.01, *, n_neighbors: int = 10, graph_weights: str = "heat",
@@ -142,12 +147,13 @@ class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self.problem_, self.solution_ = problem, solution
         self.label_distributions_ = project_rows_to_simplex(problem.prediction(solution))
         self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
+        warn_if_one_class_takes_all(self.transduction_[~labeled], layout.n_classes)
         return self
 
     def _knn_graph(self, X):
         """kNN graph of the training points; fixes ``n_neighbors_``, ``sigma_`` and the
         neighbour index used out of sample."""
-        k = min(int(self.n_neighbors), X.shape[0] - 1)
+        k = neighbours_for(self.n_neighbors, X.shape[0])
         self.n_neighbors_ = k
         self._nn = NearestNeighbors(n_neighbors=k).fit(X)
         if self.graph_weights == "heat":
@@ -185,7 +191,7 @@ class LaplacianAssignment(CertifiedMixin, ClassifierMixin, BaseEstimator):
         ``g`` (uniform over ties).
         """
         check_is_fitted(self, "solution_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = checked_X(self, X, accept_sparse="csr", reset=False)
         m = X.shape[0]
         if affinity is None:
             if self._nn is None:

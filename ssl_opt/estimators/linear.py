@@ -29,14 +29,24 @@ import dataclasses
 import numbers
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator
 from sklearn.utils.extmath import safe_sparse_dot
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ssl_opt import registry
 from ssl_opt._validation import check_bool, check_choice, check_nonnegative, check_positive
-from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
-from ssl_opt.estimators._diagnostics import warn_if_unbalanced
+from ssl_opt.estimators._base import (
+    BACKEND_CHOICES,
+    CertifiedMixin,
+    SemiSupervisedClassifierMixin,
+    checked_X,
+    solve_with,
+)
+from ssl_opt.estimators._diagnostics import (
+    warn_if_one_class_takes_all,
+    warn_if_ratio_unsupported,
+    warn_if_unbalanced,
+)
 from ssl_opt.estimators._labels import LabelLayout, label_layout
 from ssl_opt.numerics.design import LinearDesign, is_dask_array
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
@@ -82,7 +92,7 @@ def _targets(layout: LabelLayout) -> np.ndarray:
     return layout.one_vs_rest_targets()
 
 
-class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
+class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
     """Fit loop, fitted attributes and tags shared by the linear estimators.
 
     Fitted attributes: ``classes_``, ``coef_`` (k, d) and ``intercept_`` (k,) with ``k = 1``
@@ -191,9 +201,17 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
         else:
             self.problem_, self.solution_ = problems, solutions
         self.transduction_ = self._labels_of(self._scores(X))
-        for outputs_u, ratio in self._unlabeled_outputs(problems, solutions):
+        checks = self._unlabeled_outputs(problems, solutions)
+        for outputs_u, ratio in checks:
             warn_if_unbalanced(outputs_u, ratio)
+        if not checks:
+            warn_if_one_class_takes_all(self.transduction_[layout.order[layout.n_labeled:]],
+                                        len(self.classes_))
+        self._check_ratio(X, layout, targets)
         return self
+
+    def _check_ratio(self, X, layout: LabelLayout, targets: np.ndarray) -> None:
+        """A check of the class ratio after the fit; none for a supervised model."""
 
     def _scores(self, X) -> np.ndarray:
         """``X coef_ᵀ + intercept_`` (n, k) on validated X (sparse X stays sparse); on the
@@ -231,7 +249,7 @@ class _LinearS3VMBase(CertifiedMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError(f"X has shape {X.shape}; this estimator was fitted on "
                                  f"{self.n_features_in_} features.")
             return X
-        return validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return checked_X(self, X, accept_sparse="csr", reset=False)
 
 
 class LinearL2SVC(_LinearS3VMBase):
@@ -401,6 +419,26 @@ class TransductiveSVC(_LinearS3VMBase):
     def _unlabeled_outputs(self, problems: list, solutions: list) -> list:
         return [(p.prediction(s)[p.l:], p.r) for p, s in zip(problems, solutions, strict=True)
                 if isinstance(p, (TSVM, DAS3VM))]
+
+    def _check_ratio(self, X, layout: LabelLayout, targets: np.ndarray) -> None:
+        """When r comes from the labels, compare it with the share of unlabeled rows that the
+        L2-SVM of the labeled rows alone puts in each class (one MFN solve on the l labeled
+        rows per class): see :func:`warn_if_ratio_unsupported`."""
+        l, n = layout.n_labeled, layout.n
+        if self.ratio is not None or l == n or is_dask_array(X):
+            return
+        labeled = self._design(_take_rows(X, layout.order[:l]), None)
+        X_u = _take_rows(X, layout.order[l:])
+        d = X.shape[1]
+        for j in range(targets.shape[1]):
+            svm = LinearSVM(labeled, targets[:, j], self.lam, np.full(l, 1.0 / l),
+                            bias=self.fit_intercept)
+            w = np.asarray(solve_with(svm, "fast", None).x["w"], dtype=np.float64)
+            scores = safe_sparse_dot(X_u, w[:d], dense_output=True)
+            if self.fit_intercept:
+                scores = scores + w[d]
+            label = self.classes_[1] if targets.shape[1] == 1 else self.classes_[j]
+            warn_if_ratio_unsupported(self.ratio_[j], float(np.mean(scores > 0)), label)
 
 
 def _l2svm_fallback(problem: LinearSVM, solver: str, options: dict) -> tuple[str, dict]:

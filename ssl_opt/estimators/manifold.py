@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.base import BaseEstimator
+from sklearn.utils.validation import check_is_fitted
 
 from ssl_opt import registry
 from ssl_opt._validation import (
@@ -31,8 +31,18 @@ from ssl_opt._validation import (
 )
 from ssl_opt.api import solve
 from ssl_opt.builders.laplacian import validated_adjacency
-from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
-from ssl_opt.estimators._diagnostics import warn_if_degenerate_kernel, warn_if_disconnected
+from ssl_opt.estimators._base import (
+    BACKEND_CHOICES,
+    CertifiedMixin,
+    SemiSupervisedClassifierMixin,
+    checked_X,
+    solve_with,
+)
+from ssl_opt.estimators._diagnostics import (
+    warn_if_degenerate_kernel,
+    warn_if_disconnected,
+    warn_if_one_class_takes_all,
+)
 from ssl_opt.estimators._kernels import (
     check_graph_params,
     check_kernel_choice,
@@ -41,6 +51,7 @@ from ssl_opt.estimators._kernels import (
     kernel_function,
 )
 from ssl_opt.estimators._labels import LabelLayout
+from ssl_opt.exceptions import InsufficientMemoryError
 from ssl_opt.operators import KernelOperator, NystromOperator
 from ssl_opt.operators.plan import kernel_plan
 from ssl_opt.plugins.manifold.early_stopping import RULES
@@ -77,7 +88,7 @@ OPERATOR_SOLVERS = {"matrix-free": ("pcg",), "matrix-free-float32": ("pcg",),
                     "nystrom": ("pcg", "lowrank-newton")}
 
 
-class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
+class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
     """Shared by :class:`LapSVC` and :class:`LapRLSC` (parameters documented there)."""
 
     def __init__(self, gamma_A: float = 1e-2, gamma_I: float = 1e-2, *, kernel="rbf",
@@ -223,7 +234,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         if self.operator == "auto":
             return plan.choice
         if not plan.option("dense").fits:
-            raise MemoryError(
+            raise InsufficientMemoryError(
                 f"operator='dense' needs {plan.option('dense').memory / 2**30:.3g} GiB for K "
                 f"at n = {n}, more than the {plan.memory_budget / 2**30:.3g} GiB available. "
                 f"Use operator='matrix-free' (exact, PCG) or 'nystrom' (approximate):\n"
@@ -249,8 +260,8 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         if X_val is None or y_val is None:
             raise ValueError(f"early_stopping={self.early_stopping!r} needs labeled validation "
                              "points: pass X_val and y_val to fit.")
-        X_val = validate_data(self, X_val, accept_sparse=["csr", "csc"], dtype=np.float64,
-                              reset=False)
+        X_val = checked_X(self, X_val, name="X_val", accept_sparse=["csr", "csc"],
+                          reset=False)
         y_val = np.asarray(y_val)
         if y_val.shape != (X_val.shape[0],) or not np.isin(y_val, layout.classes).all():
             raise ValueError("y_val must hold one label of classes_ per row of X_val.")
@@ -295,6 +306,8 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         self.intercept_ = bs[0] if binary else bs
         self.decision_values_ = F[inv, 0] if binary else F[inv]
         self.transduction_ = self._labels_from(self.decision_values_)
+        warn_if_one_class_takes_all(self.transduction_[layout.order[layout.n_labeled:]],
+                                    layout.n_classes)
         # A Nyström fit predicts through the feature map: f(x) = φ(x)ᵀ(Φᵀα) + b.
         factor = getattr(problems[0].K, "factor", None) if self.operator_ == "nystrom" else None
         self.nystrom_ = problems[0].K if factor is not None else None
@@ -310,7 +323,7 @@ class _ManifoldClassifier(CertifiedMixin, ClassifierMixin, BaseEstimator):
         (m, c) one-vs-rest scores otherwise. Computed in row blocks of at most
         ``block_size`` rows (default: 16 MiB of kernel per block)."""
         check_is_fitted(self, "dual_coef_")
-        X = validate_data(self, X, accept_sparse=["csr", "csc"], dtype=np.float64, reset=False)
+        X = checked_X(self, X, accept_sparse=["csr", "csc"], reset=False)
         if self._precomputed() and X.shape[1] != self.X_fit_.shape[0]:
             raise ValueError(f"kernel='precomputed': X must be the (m, {self.X_fit_.shape[0]}) "
                              f"kernel between new and training points, got {X.shape}.")
@@ -349,8 +362,8 @@ _COMMON_DOC = """
     degree, coef0, poly_scale : polynomial kernel ``(poly_scale·xᵀx' + coef0)^degree``
         (``poly_scale=None``: 1/n_features).
     n_neighbors : int
-        kNN graph size (clipped to n − 1); ignored when an affinity or Laplacian is given to
-        ``fit``.
+        kNN graph size (cut to n − 1 with a warning); ignored when an affinity or Laplacian
+        is given to ``fit``.
     graph_weights : {"binary", "heat"}
         kNN edge weights (heat: ``exp(−d²/(2t²))`` with t the mean kNN distance).
     normalized_laplacian : bool

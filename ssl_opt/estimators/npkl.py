@@ -51,16 +51,16 @@ from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, Transfo
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ssl_opt import registry
 from ssl_opt._validation import check_bool, check_int, check_positive
 from ssl_opt.api import select
 from ssl_opt.builders import knn_graph
 from ssl_opt.datasets.clusters import paper_constraint_count
-from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, solve_with
+from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, checked_X, solve_with
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
-from ssl_opt.estimators._kernels import check_graph_params
+from ssl_opt.estimators._kernels import check_graph_params, neighbours_for
 from ssl_opt.estimators._labels import LabelLayout
 from ssl_opt.problems import NPKL
 from ssl_opt.problems.npkl.evaluation import kernel_factor, kernel_kmeans
@@ -167,7 +167,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         kernel k-means 0.1–0.4 against 0.7–1.0 with the scaled value on blobs, moons, spirals,
         iris and wine with 10 % labels). Pass ``delta=C/2`` for the paper's exact value.
     n_neighbors : int
-        k of the kNN similarity graph S (clipped to n − 1).
+        k of the kNN similarity graph S (cut to n − 1 with a warning).
     graph_weights : {"binary", "heat"}
     rank : int or None
         Rank of BCD's boundary factor (default from [003 Prop. 3]); ignored by solvers without
@@ -259,8 +259,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         if y is not None:
             X, layout = self._validate_X_y(X, y, accept_sparse="csr", min_classes=1)
         else:
-            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64,
-                              ensure_min_samples=2)
+            X = checked_X(self, X, accept_sparse="csr", ensure_min_samples=2)
             layout = None
             self.__dict__.pop("classes_", None)
         rng = check_random_state(self.random_state)
@@ -271,7 +270,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         solver_seed, self._kmeans_seed = (int(v) for v in rng.randint(0, 2**31 - 1, size=2))
 
         n = X.shape[0]
-        k = min(int(self.n_neighbors), n - 1)
+        k = neighbours_for(self.n_neighbors, n)
         self._nn = NearestNeighbors(n_neighbors=k).fit(X)
         self.sigma_ = None
         if self.graph_weights == "heat":
@@ -343,7 +342,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         extension ``φ(x) = (1+δ)⁻¹ Σ_j s(x, x_j) φ_j / √(d(x) d_j)`` for other points (module
         docstring), so ``transform(A) @ transform(B).T`` extends ``kernel_``."""
         check_is_fitted(self, "factor_")
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = checked_X(self, X, accept_sparse="csr", reset=False)
         dist, ind = self._nn.kneighbors(X, return_distance=True)
         if self.sigma_ is None:
             w = np.ones_like(dist)

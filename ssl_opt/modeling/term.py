@@ -89,10 +89,14 @@ class Term:
 
     def __init__(self, argument: Affine, weight: float = 1.0):
         self.argument = as_expression(argument, f"the argument of {type(self).__name__}")
-        weight = float(weight) if np.ndim(weight) == 0 else np.nan
+        given = weight
+        try:
+            weight = float(weight) if np.ndim(weight) == 0 else np.nan
+        except (TypeError, ValueError):
+            weight = np.nan
         if not np.isfinite(weight) or weight < 0:
             raise InvalidInputError(f"weight of {type(self).__name__} must be a finite number "
-                                    f"≥ 0, got {weight!r}.")
+                                    f"≥ 0, got {given!r}.")
         self.weight = weight
 
     # -- capabilities

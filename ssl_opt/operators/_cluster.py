@@ -25,6 +25,10 @@ def resolve_client(client, who: str):
     if not isinstance(client, distributed.Client):
         raise InvalidInputError(
             f"client must be a distributed.Client, got {type(client).__name__}.")
+    if client.status in ("closing", "closed"):
+        raise InvalidInputError(
+            f"client is {client.status}: pass an open distributed.Client (create a new one, "
+            "e.g. Client(LocalCluster()), after closing the old one).")
     return client
 
 

@@ -24,7 +24,10 @@ def check_kernel_arguments(kind: str, params: dict, dtype) -> np.dtype:
         raise InvalidInputError(
             f"params {sorted(unknown)} are not accepted by kind={kind!r}; allowed: "
             f"{sorted(KERNEL_PARAMS[kind]) or 'none'}.")
-    dtype = np.dtype(dtype)
+    try:
+        dtype = np.dtype(dtype)
+    except TypeError:
+        raise InvalidInputError(f"dtype must be float64 or float32, got {dtype!r}.") from None
     if dtype not in (np.dtype(np.float64), np.dtype(np.float32)):
         raise InvalidInputError(f"dtype must be float64 or float32, got {dtype}.")
     return dtype
@@ -37,6 +40,22 @@ class SymmetricOperator(LinearOperator):
     instead of a dense copy in the refusal of :meth:`to_dense`."""
 
     dense_hint = "products only: solver='pcg'"
+
+    def matvec(self, x):
+        self._check_length(x, "vector")
+        return super().matvec(x)
+
+    def matmat(self, X):
+        self._check_length(X, "matrix")
+        return super().matmat(X)
+
+    def _check_length(self, x, what: str) -> None:
+        n = self.shape[1]
+        shape = np.shape(x)
+        if not shape or shape[0] != n:
+            raise InvalidInputError(
+                f"{type(self).__name__} is {self.shape[0]} x {n}: the {what} it multiplies "
+                f"must have {n} rows (one per training point), got shape {shape}.")
 
     def _matvec(self, v: np.ndarray) -> np.ndarray:
         return self._matmat(np.reshape(v, (-1, 1)))[:, 0]

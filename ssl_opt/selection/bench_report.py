@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from ssl_opt import registry
+from ssl_opt._validation import check_writable_directory
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.selection import model_store
 from ssl_opt.solution import OPTIMAL
@@ -104,7 +105,7 @@ def check_output_directory(path: str | Path, name: str) -> Path:
                     f"{name} {str(path)!r} must be a directory, but {str(where)!r} is a file; "
                     "choose another output directory.")
             break
-    return out
+    return check_writable_directory(out, name)
 
 
 def write_report(report: BenchReport, out_dir: str | Path) -> dict[str, str]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ssl_opt import registry
-from ssl_opt._validation import check_int, check_positive
+from ssl_opt._validation import check_int, check_positive, check_writable_directory
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.selection import model_store
 from ssl_opt.selection.cost_model import CostModel
@@ -134,13 +134,15 @@ def check_output_file(path, name: str) -> Path:
                 raise InvalidInputError(f"{name} {str(path)!r} cannot be written: "
                                         f"{str(parent)!r} is a file, not a directory.")
             break
+    check_writable_directory(out.parent, name)
     return out
 
 
 def calibrate_and_save(path=None, **kwargs) -> tuple[list[CostModel], list[CalibrationRun], str]:
     """:func:`calibrate`, then write the models atomically (the user cache by default),
     keeping previously calibrated models of pairs not measured this time."""
-    target = model_store.user_models_path() if path is None else check_output_file(path, "path")
+    target = check_output_file(model_store.user_models_path() if path is None else path,
+                               "path" if path is not None else f"${model_store.CACHE_ENV}")
     start = time.perf_counter()
     models, runs = calibrate(**kwargs)
     previous = model_store.read_models(target) or {}
