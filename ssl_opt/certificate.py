@@ -368,6 +368,17 @@ def _check_inner_problem(problem, x, values, tol, checks, notes, budget) -> None
     checks.append(check)
 
 
+def residuals_above_tolerance(problem, point, family: str = "iterative") -> dict[str, float]:
+    """The residuals of ``problem.kkt(point)`` that :func:`certify` would fail with the
+    tolerances of ``family`` (name → value): empty when the residual checks pass. For a
+    solver's stopping test, so that it never reports ``optimal`` at a point its certificate
+    rejects."""
+    tol = TOLERANCES[family]
+    residuals = problem.kkt(point)
+    return {name: value for name, value in residuals.items()
+            if not (np.isfinite(value) and value <= tol[problem.residual_tolerances[name]])}
+
+
 def _tolerance_family(solution) -> str:
     if isinstance(solution, Solution):
         return solution.info.get("tolerance_family", "iterative")

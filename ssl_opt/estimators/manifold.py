@@ -417,7 +417,7 @@ _COMMON_DOC = """
 
 
 class LapSVC(_ManifoldClassifier):
-    """Laplacian SVM classifier trained in the primal [000 eq. 7]: squared-hinge loss by
+    __doc__ = """Laplacian SVM classifier trained in the primal [000 eq. 7]: squared-hinge loss by
     default (``loss`` takes any margin loss of :mod:`ssl_opt.components.losses`: "hinge" for
     the original LapSVM, "huber", "logistic", ...).
     """ + _COMMON_DOC
@@ -444,7 +444,7 @@ class LapSVC(_ManifoldClassifier):
 
 
 class LapRLSC(_ManifoldClassifier):
-    """Laplacian regularized least-squares classifier [000 §5]: the square loss
+    __doc__ = """Laplacian regularized least-squares classifier [000 §5]: the square loss
     ``(y − f)²``; one direct solve (all classes at once) or PCG.
     """ + _COMMON_DOC
 

@@ -230,3 +230,23 @@ def test_a_closed_dask_client_is_named():
     X = np.random.default_rng(0).normal(size=(20, 3))
     with pytest.raises(InvalidInputError, match="client is closed"):
         DaskDesign(X, True, client=client)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_npkl_defaults_report_optimal_only_where_the_certificate_passes(seed):
+    X, y = make_moons(100, noise=0.1, random_state=0)
+    semi = np.where(np.arange(100) < 10, y, -1)
+    est = E.NPKLKernel(random_state=seed).fit(X, semi)
+    assert est.solution_.status == "optimal"
+    certificate = est.certificate(reference=False)
+    assert certificate.passed, certificate.residuals
+
+
+@pytest.mark.parametrize("Est", E.ESTIMATORS, ids=lambda c: c.__name__)
+def test_help_shows_the_parameters(Est):
+    import pydoc
+
+    text = pydoc.render_doc(Est)
+    assert "Parameters" in (Est.__doc__ or "")
+    for name in Est().get_params():
+        assert name in text, name
