@@ -42,12 +42,8 @@ class SPDFactor:
             self.kind = "dense"
             self.fill = n * (n + 1) // 2
         else:
-            try:
-                self._lu = splu(sp.csc_matrix(A, dtype=np.float64), permc_spec="MMD_AT_PLUS_A",
-                                diag_pivot_thresh=0.0, options={"SymmetricMode": True})
-            except RuntimeError as exc:  # SuperLU: "Factor is exactly singular"
-                raise InvalidInputError(
-                    f"the matrix to factor is not positive definite ({exc}).") from exc
+            self._A = sp.csc_matrix(A, dtype=np.float64)
+            self._lu = _symmetric_lu(self._A)
             # Without pivoting the LU of an SPD matrix is LDLᵀ with D = diag(U) > 0.
             pivots = self._lu.U.diagonal()
             if not np.all(pivots > 0):
@@ -57,6 +53,15 @@ class SPDFactor:
             self.kind = "sparse"
             self.fill = int(self._lu.L.nnz + self._lu.U.nnz)
 
+    def __getstate__(self) -> dict:
+        """A SuperLU factor cannot be pickled: the sparse matrix is, and is factored again."""
+        return {k: v for k, v in self.__dict__.items() if k != "_lu"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        if self.kind == "sparse":
+            self._lu = _symmetric_lu(self._A)
+
     def solve(self, B: np.ndarray) -> np.ndarray:
         B = np.asarray(B, dtype=np.float64)
         if B.size == 0:
@@ -64,6 +69,16 @@ class SPDFactor:
         if self.kind == "dense":
             return la.cho_solve(self._chol, B, check_finite=False)
         return self._lu.solve(B)
+
+
+def _symmetric_lu(A: sp.csc_matrix):
+    """SuperLU in symmetric mode without pivoting: Cholesky in LU form for an SPD ``A``."""
+    try:
+        return splu(A, permc_spec="MMD_AT_PLUS_A", diag_pivot_thresh=0.0,
+                    options={"SymmetricMode": True})
+    except RuntimeError as exc:  # SuperLU: "Factor is exactly singular"
+        raise InvalidInputError(
+            f"the matrix to factor is not positive definite ({exc}).") from exc
 
 
 def predicted_fill(A, probe_sizes: tuple[int, int]) -> float:
