@@ -4,6 +4,7 @@ any benchmark or calibration run starts."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 
@@ -75,6 +76,50 @@ def test_calibrate_output_must_be_a_writable_file_name(tmp_path, capsys, no_runs
     blocker.write_text("")
     line = _refused(["calibrate", "--output", str(blocker / "models.json")], capsys)
     assert "argument --output" in line and "is a file" in line
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc"), reason="needs a path no one can write")
+def test_unwritable_outputs_are_refused_before_the_run(monkeypatch, capsys, no_runs):
+    line = _refused(["bench", "lass", "--out", "/proc/ssl-opt-x"], capsys)
+    assert "argument --out '/proc/ssl-opt-x' cannot be written" in line
+    monkeypatch.setenv("SSL_OPT_CACHE_DIR", "/proc/ssl-opt-y")
+    line = _refused(["calibrate", "--generators", "lass/qp"], capsys)
+    assert "$SSL_OPT_CACHE_DIR '/proc/ssl-opt-y' cannot be written" in line
+
+
+def test_quick_certify_runs_every_solver_once_where_it_is_exact():
+    from ssl_opt import registry
+
+    examples = registry.examples()
+    plan = cli.representatives(examples)
+    named = [name for _, _, names in plan for name in names]
+    problems = {e.name: e.build() for e in examples}
+    applicable = {name for name, solver in registry.solvers().items()
+                  if any(solver.supports(p) for p in problems.values())}
+    assert sorted(named) == sorted(applicable)  # each applicable solver exactly once
+    for example, problem, names in plan:
+        for name in names:
+            solver = registry.get_solver(name)
+            assert solver.supports(problem)
+            exact_somewhere = any(solver.supports(p) and not solver.inexact(p)
+                                  for p in problems.values())
+            assert not (exact_somewhere and solver.inexact(problem)), (name, example.name)
+    assert len(plan) < len(examples)
+
+
+def test_certify_table_fits_100_columns_with_the_reasons_below():
+    long = "FAIL: " + "; ".join(["stationarity 3.1e-03 > 1.0e-06"] * 6)
+    rows = [["model-transductive-huber-enet", "cvxpy-boundary", "reference", "12.345", 12345,
+             "-1234.5678", "1.0e-10*", "1.0e-09", "PASS"],
+            ["model-transductive-huber-enet", "irls-newton", "fast", "0.012", 3,
+             "-1234.5678", "2.0e-03", "3.1e-03", long],
+            ["npkl-spiral-hinge", "bcd", "fast", "0.5", 31, "1.5", "1.2e-02", "4.0e-02",
+             "NOT OPTIMAL (solver status 'stalled'): gradient_psd 4.0e-02 > 1.0e-06"]]
+    text = cli.certify_report(rows)
+    assert max(len(line) for line in text.splitlines()) <= 100, text
+    assert "FAIL [1]" in text and "NOT OPTIMAL [2]" in text
+    assert " ".join(text.split()).count("stationarity 3.1e-03") == 6  # all kept, wrapped
+    assert "model-transductive-huber-enet:" in text and "*: non-convex" in text
 
 
 def test_argparse_errors_keep_exit_code_2(capsys):
