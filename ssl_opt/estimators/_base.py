@@ -6,7 +6,8 @@ Fitted attributes common to all estimators:
 * ``problem_`` / ``solution_``: the underlying :class:`~ssl_opt.problems.base.Problem` and its
   :class:`~ssl_opt.solution.Solution`; lists (one per class, in ``classes_`` order) where the
   estimator is one-vs-rest;
-* ``n_features_in_`` (and ``feature_names_in_`` for data frames).
+* ``n_features_in_`` (and ``feature_names_in_`` for data frames);
+* ``n_iter_``: the solver's iterations (one per class where one-vs-rest).
 
 ``certificate()`` runs :func:`ssl_opt.certify` on each (problem, solution) pair, so an estimator
 user gets the same check against the reference optimum and the KKT residuals as a direct user.
@@ -111,7 +112,16 @@ class SemiSupervisedClassifierMixin(ClassifierMixin):
 
 
 class CertifiedMixin:
-    """``certificate()`` and the checks shared by all estimators."""
+    """``certificate()``, ``n_iter_`` and the checks shared by all estimators."""
+
+    @property
+    def n_iter_(self) -> int | np.ndarray:
+        """The solver's iterations in the last fit (as it counts them: Newton steps, sweeps,
+        switches): an int, or an array with one entry per class for a one-vs-rest fit."""
+        check_is_fitted(self, "solution_")
+        if isinstance(self.solution_, list):
+            return np.array([s.iterations for s in self.solution_], dtype=np.int64)
+        return int(self.solution_.iterations)
 
     def certificate(self, **kwargs) -> Certificate | list[Certificate]:
         """Certify the fitted solution(s) against the problem data (and the reference optimum

@@ -256,3 +256,25 @@ def test_a_fitted_npkl_kernel_pickles_and_predicts_the_same():
     b = np.arange(A.shape[0], dtype=float)
     x = pickle.loads(pickle.dumps(SPDFactor(A))).solve(b)
     np.testing.assert_allclose(A @ x, b, rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("Est", CLASSIFIERS, ids=lambda c: c.__name__)
+def test_n_iter_counts_the_solvers_iterations(Est, moons):
+    import ssl_opt
+
+    X, _, semi = moons
+    est = Est()
+    assert not hasattr(est, "n_iter_")
+    est.fit(X, semi)
+    again = ssl_opt.solve(est.problem_, solver=est.solution_.solver)  # the same solve, redone
+    assert est.n_iter_ == again.iterations > 0
+
+
+def test_n_iter_has_one_entry_per_class_one_vs_rest():
+    # the classes warm-start one another, so a cold re-solve counts differently: the count
+    # itself is checked on the binary fits above
+    X, y = make_blobs(90, centers=3, random_state=0)
+    semi = np.where(np.arange(90) % 6 == 0, y, -1)
+    for Est in (E.LapSVC, E.TransductiveSVC):
+        n_iter = Est().fit(X, semi).n_iter_
+        assert n_iter.shape == (3,) and n_iter.dtype.kind == "i" and np.all(n_iter >= 1)
