@@ -248,9 +248,12 @@ def markdown(report: BenchReport, files: dict[str, str]) -> str:
              + (f" ({100 * ok / total:.0f} %)." if total else "."), ""]
     misses = [r for r in report.predicted_runs() if not r.within_2x]
     if misses:
-        lines += ["Outside 2x (measured / predicted; size over the largest calibrated size):", ""]
+        lines += ["Outside 2x (measured / predicted time; then the size as a multiple of the "
+                  "largest size the model was calibrated on):", ""]
         lines += [f"- {r.variant} {r.solver} at size {r.size:.4g}: {r.time_s:.3g} s / "
-                  f"{r.predicted_time_s:.3g} s; {r.beyond_calibration:.2g}x" for r in misses]
+                  f"{r.predicted_time_s:.3g} s = {r.time_s / r.predicted_time_s:.2g}x the "
+                  f"prediction; size {r.beyond_calibration:.2g} times the largest calibrated"
+                  for r in misses]
         lines.append("")
     for s in report.summaries:
         runs = [r for r in report.runs if r.variant == s.key]

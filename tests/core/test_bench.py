@@ -310,3 +310,16 @@ def test_bench_runs_the_manifold_family_on_dask_kernel_products(cache):
     ran = {r.solver: r for r in rep.runs if r.status == "optimal"}
     assert "pcg" in ran and ran["pcg"].certified
     assert ran["pcg"].objective == pytest.approx(best, rel=1e-7)
+
+
+def test_a_missed_prediction_reads_as_a_time_ratio_and_a_size_ratio():
+    from ssl_opt.selection.bench_report import BenchReport, Run, markdown
+
+    run = Run("npkl/square", 3, 277.0, "bcd", "fast", "optimal", True, 0.06, 1.0, 20, 1.0,
+              1.0, 0.0, 1e-9, "", 0.14, 1.0, "shipped", True, True, beyond_calibration=0.17)
+    files = {"csv": "npkl.csv", "time_plot": "npkl_time.png",
+             "convergence_plot": "npkl_convergence.png", "summary": "npkl.md"}
+    text = markdown(BenchReport("npkl", [run], [], 60.0), files)
+    line = next(line for line in text.splitlines() if line.startswith("- npkl/square bcd"))
+    assert "0.06 s / 0.14 s = 0.43x the prediction" in line  # 0.06 / 0.14, computed here
+    assert "size 0.17 times the largest calibrated" in line
