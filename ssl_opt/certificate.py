@@ -177,8 +177,8 @@ def certify(problem, solution, reference=None, reference_budget: float = CERTIFY
     point = solution if getattr(problem, "reads_multipliers", False) else x
     residuals = problem.kkt(point) if finite else {}
     for name, value in residuals.items():
-        limit = tol.get(name, tol[problem.residual_tolerances[name]])
-        checks.append(Check(name, value, limit, bool(np.isfinite(value) and value <= limit)))
+        limit, passed = _residual_check(problem, tol, name, value)
+        checks.append(Check(name, value, limit, passed))
     if finite and not residuals:
         notes.append("no KKT residual is available for this problem; certified on the gap only")
 
@@ -374,9 +374,15 @@ def residuals_above_tolerance(problem, point, family: str = "iterative") -> dict
     solver's stopping test, so that it never reports ``optimal`` at a point its certificate
     rejects."""
     tol = TOLERANCES[family]
-    residuals = problem.kkt(point)
-    return {name: value for name, value in residuals.items()
-            if not (np.isfinite(value) and value <= tol[problem.residual_tolerances[name]])}
+    return {name: value for name, value in problem.kkt(point).items()
+            if not _residual_check(problem, tol, name, value)[1]}
+
+
+def _residual_check(problem, tol: dict, name: str, value: float) -> tuple[float, bool]:
+    """``(limit, passed)`` of the residual ``name``: its own tolerance in ``tol`` if given,
+    else that of its kind (``problem.residual_tolerances``); NaN never passes."""
+    limit = tol.get(name, tol[problem.residual_tolerances[name]])
+    return limit, bool(np.isfinite(value) and value <= limit)
 
 
 def _tolerance_family(solution) -> str:

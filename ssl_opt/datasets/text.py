@@ -106,8 +106,9 @@ def load_svmlight(
             + (" and n_features" if n_features is not None else "")
             + "."
         ) from exc
-    if not (np.all(np.isfinite(X.data)) and np.all(np.isfinite(y))):
-        bad = "features" if not np.all(np.isfinite(X.data)) else "labels"
+    finite_features = bool(np.all(np.isfinite(X.data)))
+    if not (finite_features and np.all(np.isfinite(y))):
+        bad = "labels" if finite_features else "features"
         raise InvalidInputError(
             f"{file} has NaN or inf {bad}; remove or impute those entries before loading."
         )
