@@ -373,6 +373,8 @@ def residuals_above_tolerance(problem, point, family: str = "iterative") -> dict
     tolerances of ``family`` (name → value): empty when the residual checks pass. For a
     solver's stopping test, so that it never reports ``optimal`` at a point its certificate
     rejects."""
+    if family not in TOLERANCES:
+        raise InvalidInputError(f"family must be one of {sorted(TOLERANCES)}, got {family!r}.")
     tol = TOLERANCES[family]
     return {name: value for name, value in problem.kkt(point).items()
             if not _residual_check(problem, tol, name, value)[1]}

@@ -278,3 +278,12 @@ def test_n_iter_has_one_entry_per_class_one_vs_rest():
     for Est in (E.LapSVC, E.TransductiveSVC):
         n_iter = Est().fit(X, semi).n_iter_
         assert n_iter.shape == (3,) and n_iter.dtype.kind == "i" and np.all(n_iter >= 1)
+
+
+def test_residuals_above_tolerance_names_a_bad_family():
+    from ssl_opt import registry
+    from ssl_opt.certificate import residuals_above_tolerance
+
+    problem = {e.name: e for e in registry.examples()}["lapsvm-moons"].build()
+    with pytest.raises(InvalidInputError, match="family must be one of"):
+        residuals_above_tolerance(problem, {}, "fast")
