@@ -26,8 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
 
-import cvxpy as cp
 import numpy as np
+
+from ssl_opt.optional import cvxpy as cp
 
 #: Tighter than Clarabel's 1e-8 defaults: the reference is the ground truth of certificates.
 TIGHT_OPTIONS = {
@@ -58,11 +59,11 @@ RETRY_TIME_FACTOR = 5.0
 RETRY_TIME_SLACK = 2.0
 
 #: Statuses with a point to read.
-SOLVED = (cp.OPTIMAL, cp.OPTIMAL_INACCURATE)
+SOLVED = ("optimal", "optimal_inaccurate")  # cvxpy.OPTIMAL, cvxpy.OPTIMAL_INACCURATE
 
 #: Certificates that no other path changes: they stop the ladder. (``user_limit`` does not:
 #: it is also an iteration cap; a reached time limit leaves no time for a retry anyway.)
-FINAL_STATUSES = (cp.INFEASIBLE, cp.UNBOUNDED)
+FINAL_STATUSES = ("infeasible", "unbounded")  # cvxpy.INFEASIBLE, cvxpy.UNBOUNDED
 
 
 @dataclass(frozen=True)

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import cvxpy as cp
-
 from ssl_opt._validation import check_bool, greater_than, instance_of, integer, optional
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.optional import cvxpy as cp
+from ssl_opt.optional import installed
 from ssl_opt.reference.attempts import Outcome, solve_until_optimal
 from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
 from ssl_opt.solvers import Option, Solver, lacking_capabilities
@@ -57,6 +57,7 @@ def formulation_for(table: dict[type, Formulation], problem_type: type) -> Formu
 
 class CvxpyReference(Solver):
     backend = "reference"
+    needs_packages = ("cvxpy",)
     tolerance_family = "reference"
     options = {
         "cvxpy_solver": Option(None, "CVXPY solver name (CLARABEL, SCS, OSQP, ...); None: "
@@ -89,7 +90,7 @@ class CvxpyReference(Solver):
 
     def missing(self, problem) -> list[str]:
         form = self._formulation(problem)
-        if form is None:
+        if form is None or not installed("cvxpy"):
             return super().missing(problem)
         return lacking_capabilities(problem, form.requires) + list(form.missing(problem))
 

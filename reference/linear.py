@@ -19,10 +19,10 @@ import math
 from itertools import combinations
 from math import comb
 
-import cvxpy as cp
 import numpy as np
 
 from ssl_opt.modeling.transductive import Transductive, TransductiveModel
+from ssl_opt.optional import cvxpy as cp
 from ssl_opt.problems.linear.problem import DAS3VM, LinearSVM
 from ssl_opt.reference import model as model_reference
 from ssl_opt.reference.attempts import solve_until_optimal
@@ -71,6 +71,7 @@ class ExhaustiveTSVM(Solver):
 
     name = "tsvm-exhaustive"
     backend = "reference"
+    needs_packages = ("cvxpy",)
     tolerance_family = "reference"
     problem_types = (TransductiveModel, DAS3VM)
     description = ("Global optimum of TSVM or any transductive model (and of DA's T = 0 "

@@ -14,9 +14,9 @@ other cases are refused. b is recovered by minimizing the primal over b with α 
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
+from ssl_opt.optional import cvxpy as cp
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.reference import model as model_reference
 from ssl_opt.reference.cvxpy_solver import Formulation

@@ -21,13 +21,13 @@ fail on.
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
 from ssl_opt.modeling.maps import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import QuadraticForm
 from ssl_opt.numerics.factor import psd_factor
+from ssl_opt.optional import cvxpy as cp
 from ssl_opt.reference.cvxpy_solver import MULTIPLIERS, Formulation
 
 #: Eigenvalues of K below this fraction of the largest are dropped from its factor.

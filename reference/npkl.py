@@ -19,10 +19,10 @@ PSD variable took minutes where this takes seconds (docs/design.md §4.4).
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
+from ssl_opt.optional import cvxpy as cp
 from ssl_opt.problems.npkl.problem import NPKL
 from ssl_opt.reference.cvxpy_solver import CvxpyReference, Formulation
 from ssl_opt.solution import FAILED, Solution
@@ -70,6 +70,7 @@ class BoundarySDP(Solver):
 
     name = "cvxpy-boundary"
     backend = "reference"
+    needs_packages = ("cvxpy",)
     tolerance_family = "reference"
     problem_types = (NPKL,)
     description = ("NPKL's boundary-kernel SDP [003 Prop. 1] in CVXPY (dual form, Clarabel), "

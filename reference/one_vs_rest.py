@@ -5,8 +5,7 @@ uses for the binary problem."""
 
 from __future__ import annotations
 
-import cvxpy as cp
-
+from ssl_opt.optional import cvxpy as cp
 from ssl_opt.problems.one_vs_rest import OneVsRest
 from ssl_opt.reference.cvxpy_solver import Formulation, formulation_for
 from ssl_opt.solvers import lacking_capabilities

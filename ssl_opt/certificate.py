@@ -190,7 +190,8 @@ def certify(problem, solution, reference=None, reference_budget: float = CERTIFY
     if reference is None:
         candidate, why = reference_for(problem, reference_budget)
         if candidate is None:
-            notes.append(f"no reference optimum: {why}; certified on residuals alone")
+            notes.append(f"no reference optimum: {why.rstrip('.')}; certified on residuals "
+                         "alone")
     elif reference is not False:
         candidate = reference
     ref_status = None if candidate is None else getattr(candidate, "status", OPTIMAL)

@@ -12,7 +12,13 @@ from ssl_opt import registry
 from ssl_opt._validation import check_int, check_positive
 from ssl_opt.api import list_solvers, solve
 from ssl_opt.certificate import certify
-from ssl_opt.exceptions import InvalidInputError, SolverNotFoundError, UnsupportedProblemError
+from ssl_opt.exceptions import (
+    InvalidInputError,
+    MissingDependencyError,
+    SolverNotFoundError,
+    UnsupportedProblemError,
+)
+from ssl_opt.optional import require
 from ssl_opt.solution import OPTIMAL, STALLED
 from ssl_opt.text_table import text_table
 
@@ -107,6 +113,7 @@ def certify_example(example, stream=None, solvers=None, problem=None) -> list[li
 
 
 def cmd_certify(args) -> int:
+    require("cvxpy", "ssl-opt certify (it compares every solver with the exact CVXPY reference)")
     examples = registry.examples()
     if args.example:
         examples = [e for e in examples if e.name in args.example]
@@ -195,6 +202,8 @@ def cmd_calibrate(args) -> int:
 def cmd_bench(args) -> int:
     from ssl_opt.selection.bench import check_output_directory, run_bench
 
+    require("cvxpy", "ssl-opt bench (it runs the exact CVXPY reference beside the fast solvers)")
+    require("matplotlib", "ssl-opt bench (it draws the time and convergence figures)")
     families = {g.family for g in registry.generators().values()}
     _check_names([args.family], families, "family", "family")
     variants = {k.split("/", 1)[1] for k, g in registry.generators().items()
@@ -259,7 +268,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return args.func(args)
-    except (InvalidInputError, UnsupportedProblemError, SolverNotFoundError) as exc:
+    except (InvalidInputError, UnsupportedProblemError, SolverNotFoundError,
+            MissingDependencyError) as exc:
         # A bad value, reported like argparse reports a bad flag: one line, exit code 2.
         message = " ".join(str(exc.args[0] if exc.args else exc).split())
         print(f"{parser.prog}: error: {message}", file=sys.stderr)

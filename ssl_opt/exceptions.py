@@ -19,6 +19,11 @@ class InsufficientMemoryError(UnsupportedProblemError, MemoryError):
     available; also a ``MemoryError``."""
 
 
+class MissingDependencyError(ImportError):
+    """An optional package is not installed; the message names the extra that installs it
+    (:mod:`ssl_opt.optional`)."""
+
+
 class BadScalingWarning(UserWarning):
     """A problem's data are so badly scaled that solvers and certificates cannot be trusted to
     agree (an objective of magnitude far from 1, a reference that reports an inaccurate solve);

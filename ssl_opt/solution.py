@@ -7,6 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from ssl_opt.optional import require
+
 #: Status values a solver may report.
 OPTIMAL = "optimal"
 EARLY_STOPPED = "early_stopped"
@@ -41,8 +43,7 @@ class History:
 
     def plot(self, y: str = "objective", x: str = "time", ax=None, label: str | None = None):
         """Plot one recorded quantity against another (log scale for residuals)."""
-        import matplotlib.pyplot as plt
-
+        plt = require("matplotlib.pyplot", "History.plot")
         if ax is None:
             _, ax = plt.subplots()
         ax.plot(self[x], self[y], marker=".", label=label)

@@ -6,6 +6,8 @@ A solver declares, as data, what it can solve and what it needs:
 * ``requires`` — capabilities it needs from the problem's components, e.g.
   ``{"loss": ("derivative", "second_derivative")}``; a component lists what it offers in its
   ``capabilities`` (the way skglm's solvers list the datafit and penalty methods they need);
+* ``needs_packages`` — optional packages it imports (e.g. ``("cvxpy",)``), each installed by an
+  extra (:mod:`ssl_opt.optional`);
 * ``options`` — each :class:`Option` with its default, doc and check;
 * ``tolerance_family`` for certification (``"direct"``, ``"iterative"`` or ``"reference"``),
   and a cost model used by ``backend="auto"``.
@@ -29,6 +31,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.optional import missing_reasons
 from ssl_opt.solution import FAILED, Solution
 
 
@@ -87,6 +90,9 @@ class Solver:
     problem_types: ClassVar[tuple[type, ...]] = ()
     #: Capabilities needed from the problem's components: ``{attribute: (capability, ...)}``.
     requires: ClassVar[dict[str, tuple[str, ...]]] = {}
+    #: Optional packages the solver imports; where one is missing the solver does not apply
+    #: and :meth:`missing` gives the command that installs it.
+    needs_packages: ClassVar[tuple[str, ...]] = ()
     #: Where to go instead, added to the reasons when a problem of a supported type lacks a
     #: required capability (e.g. which solvers take the hinge loss).
     hint: ClassVar[str] = ""
@@ -126,7 +132,10 @@ class Solver:
 
     def missing(self, problem) -> list[str]:
         """Reasons this solver cannot solve ``problem`` (empty when it can), read from
-        ``problem_types`` and ``requires``."""
+        ``problem_types``, ``requires`` and ``needs_packages``."""
+        absent = missing_reasons(self.needs_packages)
+        if absent:
+            return absent
         if not isinstance(problem, self.problem_types):
             kinds = ", ".join(t.__name__ for t in self.problem_types)
             failures = getattr(problem, "lowering_failures", None)

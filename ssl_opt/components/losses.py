@@ -60,13 +60,13 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import cvxpy as cp
 import numpy as np
 from scipy.special import xlogy
 
 from ssl_opt._validation import check_positive
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.numerics.line_search import squared_hinge_step
+from ssl_opt.optional import cvxpy as cp
 
 
 class MarginLoss:

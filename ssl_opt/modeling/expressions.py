@@ -21,7 +21,6 @@ from __future__ import annotations
 import numbers
 from collections.abc import Mapping
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -38,6 +37,7 @@ from ssl_opt.modeling.maps import (
     Rows,
     Scale,
 )
+from ssl_opt.optional import cvxpy as cp
 
 
 def _compose(outer: LinearMap, inner: LinearMap) -> LinearMap:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.optional import cvxpy as cp
 
 
 class NotExplicit(Exception):

@@ -37,12 +37,12 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.expressions import Affine, as_expression
+from ssl_opt.optional import cvxpy as cp
 
 #: Capability → the methods a term must implement to offer it.
 TERM_METHODS: dict[str, tuple[str, ...]] = {

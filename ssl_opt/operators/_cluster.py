@@ -8,11 +8,12 @@ import time
 import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.optional import require
 
 
 def resolve_client(client, who: str):
     """``client`` itself (checked), or ``distributed.default_client()`` when None."""
-    import distributed
+    distributed = require("distributed", who)
 
     if client is None:
         try:

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 
 from ssl_opt import registry
 from ssl_opt.exceptions import InsufficientMemoryError, InvalidInputError, UnsupportedProblemError
+from ssl_opt.optional import missing_reasons
 from ssl_opt.problems.base import Problem
 from ssl_opt.selection import model_store
 from ssl_opt.selection.generators import cost_size, problem_key
@@ -211,6 +212,11 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}
     if not any(ok[n].backend in wanted[backend] for n in ok):
+        candidates = [s for s in table.values() if s.backend in wanted[backend]]
+        absent = {r for s in candidates for r in missing_reasons(s.needs_packages)}
+        if candidates and all(missing_reasons(s.needs_packages) for s in candidates):
+            raise UnsupportedProblemError(f"no {backend} solver is available here: each needs "
+                                          f"{' and '.join(sorted(absent))}.")
         raise _nothing_applies(problem, "any" if backend == "auto" else backend, unsupported)
     if not (refs if backend == "reference" else fast if backend == "fast" else refs + fast):
         raise _out_of_memory(problem, predictions, limit)

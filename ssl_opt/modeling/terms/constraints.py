@@ -31,7 +31,6 @@ normal cone (``P = u``).
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
 from ssl_opt._validation import as_float_array
@@ -39,6 +38,7 @@ from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Constraint
 from ssl_opt.modeling.terms._common import as_rows, data_array, scalar
+from ssl_opt.optional import cvxpy as cp
 
 
 def _scale(z) -> float:

@@ -24,11 +24,11 @@ The regularizer of entropic label propagation and of soft assignments on the sim
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 from scipy.special import xlogy
 
 from ssl_opt.modeling.term import Term
+from ssl_opt.optional import cvxpy as cp
 
 
 def log_lambertw_exp(x: np.ndarray, max_iter: int = 100) -> np.ndarray:

@@ -21,7 +21,6 @@ drops those the loss cannot back.
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 
 from ssl_opt.components.losses import (
@@ -31,6 +30,7 @@ from ssl_opt.components.losses import (
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms._common import data_array
+from ssl_opt.optional import cvxpy as cp
 
 
 class MarginLossTerm(Term):

@@ -15,13 +15,13 @@ r"""Separable norms of a term's argument (docs/design.md §6).
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms._common import as_rows, row_step, row_weights, scalar
+from ssl_opt.optional import cvxpy as cp
 
 
 def _weights(w, shape, owner: str) -> np.ndarray | float:

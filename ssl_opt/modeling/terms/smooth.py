@@ -26,7 +26,6 @@ quadratic objective Clarabel takes as is).
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
@@ -36,6 +35,7 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.modeling.term import Term
 from ssl_opt.modeling.terms._common import data_array, square_matrix
 from ssl_opt.numerics.psd import matrix_inner
+from ssl_opt.optional import cvxpy as cp
 
 
 class Linear(Term):
