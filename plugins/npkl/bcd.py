@@ -54,7 +54,7 @@ import time
 
 import numpy as np
 from scipy.linalg import eigh
-from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
+from scipy.sparse.linalg import LinearOperator
 
 from ssl_opt._validation import (
     as_float_array,
@@ -67,7 +67,7 @@ from ssl_opt.certificate import residuals_above_tolerance
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.numerics.anderson import SafeguardedAnderson
-from ssl_opt.numerics.eigen import DENSE_EIG_MAX
+from ssl_opt.numerics.eigen import DENSE_EIG_MAX, lanczos
 from ssl_opt.plugins.npkl.sweep import (
     BLOCK,
     COLUMN_UPDATES,
@@ -285,12 +285,7 @@ def reduced_gradient_min(reduced: NPKL, y: np.ndarray, reduction=None) -> float:
         schur = np.asarray(reduced.Delta).__matmul__
     op = LinearOperator((l, l), matvec=lambda x: schur(x.ravel()) + W.times(w, x.ravel()),
                         dtype=np.float64)
-    try:
-        found = eigsh(op, k=1, which="SA", tol=1e-10, maxiter=20 * l,
-                      return_eigenvectors=False)
-    except ArpackNoConvergence as exc:
-        found = exc.eigenvalues
-    return float(found[0]) if len(found) else float("nan")
+    return lanczos(op, "SA", tol=1e-10)
 
 
 def _initial_V(warm_start, r: int, l: int, seed) -> np.ndarray:

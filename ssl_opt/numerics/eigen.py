@@ -16,10 +16,14 @@ PSD_LANCZOS_TOL = 1e-12
 
 def lanczos(A, which: str, tol: float = 1e-10) -> float:
     """One extreme eigenvalue (``"SA"``/``"LA"``) by Lanczos (ARPACK), its best Ritz value if
-    it does not converge."""
+    it does not converge. The start vector is seeded: without one ARPACK starts from an
+    unseeded random vector (SciPy ≥ 1.15), and a solver that stops on this value would end
+    differently from run to run."""
     n = A.shape[0]
+    v0 = np.random.default_rng(0).uniform(-1.0, 1.0, n)
     try:
-        w = eigsh(A, k=1, which=which, tol=tol, maxiter=20 * n, return_eigenvectors=False)
+        w = eigsh(A, k=1, which=which, tol=tol, v0=v0, maxiter=20 * n,
+                  return_eigenvectors=False)
     except ArpackNoConvergence as exc:
         w = exc.eigenvalues
     return float(w[0]) if len(w) else float("nan")
