@@ -7,7 +7,9 @@ Fitted attributes common to all estimators:
   :class:`~ssl_opt.solution.Solution`; lists (one per class, in ``classes_`` order) where the
   estimator is one-vs-rest;
 * ``n_features_in_`` (and ``feature_names_in_`` for data frames);
-* ``n_iter_``: the solver's iterations (one per class where one-vs-rest).
+* ``n_iter_``: the solver's iterations (one per class where one-vs-rest);
+* classifiers: ``probability_scale_``, the temperature ``A`` of ``predict_proba``
+  (:mod:`ssl_opt.estimators._probability`).
 
 ``certificate()`` runs :func:`ssl_opt.certify` on each (problem, solution) pair, so an estimator
 user gets the same check against the reference optimum and the KKT residuals as a direct user.
@@ -25,6 +27,7 @@ from ssl_opt import registry
 from ssl_opt.api import BACKENDS, select, solve
 from ssl_opt.certificate import CERTIFY_REFERENCE_BUDGET, Certificate, certify
 from ssl_opt.estimators._labels import UNLABELED, LabelLayout, label_layout, unlabeled_mask
+from ssl_opt.estimators._probability import fit_scale, log_probabilities, probabilities
 from ssl_opt.solution import Solution
 
 #: The ``solver`` values that name a backend (the selector picks the solver), not a solver.
@@ -87,7 +90,37 @@ def _shapes_match(problem, solution: Solution) -> bool:
 
 
 class SemiSupervisedClassifierMixin(ClassifierMixin):
-    """scikit-learn's classifier mixin whose ``score`` leaves out the unlabeled targets."""
+    """scikit-learn's classifier mixin whose ``score`` leaves out the unlabeled targets, with
+    ``predict_proba`` from the decision values by one temperature fitted on the labeled
+    points (:mod:`ssl_opt.estimators._probability`)."""
+
+    def _fit_probability(self, decision_labeled, indicator, multilabel: bool = False) -> None:
+        """Fit ``probability_scale_`` from the labeled points' decision values (binary (l,),
+        else (l, c)) and their 0/1 class indicator (l, c)."""
+        self.probability_scale_ = fit_scale(decision_labeled, indicator, multilabel)
+
+    def _multilabel(self) -> bool:
+        return getattr(self, "_multilabel_dtype", None) is not None
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Class probabilities, (n, n_classes) in the order of ``classes_``.
+
+        ``softmax(A · s(X))`` of the decision values ``s`` (two classes:
+        ``σ(A · decision_function(X))`` for ``classes_[1]``), one temperature ``A =
+        probability_scale_`` fitted at ``fit`` on the labeled points against Platt's smoothed
+        targets: ``argmax`` is ``predict``, and few labels give moderate probabilities. In
+        multi-label mode, column k is ``σ(A (S_k − τ_k))``, label k's probability. See
+        ``docs/estimators.md`` ("Probabilities").
+        """
+        check_is_fitted(self, "probability_scale_")
+        return probabilities(self.decision_function(X), self.probability_scale_,
+                             self._multilabel())
+
+    def predict_log_proba(self, X) -> np.ndarray:
+        """``log predict_proba(X)``, computed without underflow."""
+        check_is_fitted(self, "probability_scale_")
+        return log_probabilities(self.decision_function(X), self.probability_scale_,
+                                 self._multilabel())
 
     def score(self, X, y, sample_weight=None) -> float:
         """Mean accuracy on the labeled targets of ``y``: entries equal to ``-1`` (rows of

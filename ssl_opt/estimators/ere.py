@@ -173,12 +173,14 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         solution = solve_with(problem, self.solver, self.solver_options,
                               previous[0] if previous else None)
         self.problem_, self.solution_ = problem, solution
-        _warn_if_constant(problem.model_scores(solution))
+        scores = problem.model_scores(solution)
+        _warn_if_constant(scores)
         W, b = solution.x["W"], solution.x["b"]
         self.coef_ = np.array(W.T)
         self.intercept_ = np.array(b)
         multilabel = self._multilabel_dtype is not None
         self.thresholds_ = problem.thresholds(solution) if multilabel else None
+        self._fit_probability(self._decision(scores[:n_labeled]), Y, multilabel)
         pred = problem.predict(solution, multilabel=multilabel)
         if multilabel:
             pred[:n_labeled] = Y  # the given labels (F_l = Y); τ is a rule for unknown points
@@ -200,7 +202,9 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
     def decision_function(self, X) -> np.ndarray:
         """``S = X W + 1bᵀ`` [004] in scikit-learn's shapes: (n, c) for c > 2 classes,
         ``S_1 − S_0`` (n,) for two, ``S − τ`` (n, c) in multi-label mode."""
-        S = self._scores(X)
+        return self._decision(self._scores(X))
+
+    def _decision(self, S: np.ndarray) -> np.ndarray:
         if self._multilabel_dtype is not None:
             return S - self.thresholds_[None, :]
         if S.shape[1] == 2:

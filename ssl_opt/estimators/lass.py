@@ -213,6 +213,13 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
                                  f"{self.classes_.size}), got shape {G_new.shape}.")
         return self.problem_.out_of_sample(self.label_distributions_, W_new, G_new)
 
+    def predict_log_proba(self, X, affinity=None, label_similarity=None) -> np.ndarray:
+        """``log predict_proba(X, ...)`` (same arguments): ``-inf`` where the projection onto
+        the simplex puts an exact 0."""
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X, affinity=affinity,
+                                             label_similarity=label_similarity))
+
     def predict(self, X, affinity=None, label_similarity=None) -> np.ndarray:
         """``classes_[argmax predict_proba(X, ...)]`` (same arguments)."""
         proba = self.predict_proba(X, affinity=affinity, label_similarity=label_similarity)

@@ -49,6 +49,7 @@ from ssl_opt.estimators._diagnostics import (
 )
 from ssl_opt.estimators._labels import LabelLayout, label_layout
 from ssl_opt.numerics.design import LinearDesign, is_dask_array
+from ssl_opt.optional import require
 from ssl_opt.problems.linear.problem import DAS3VM, TSVM, LinearSVM
 from ssl_opt.selection.select import select
 from ssl_opt.solution import Solution
@@ -124,7 +125,8 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
         c = self.client
         if c is None or hasattr(c, "submit"):
             return c
-        from distributed import Client, default_client
+        distributed = require("distributed", "client=")
+        Client, default_client = distributed.Client, distributed.default_client
 
         if c == "default":
             try:
@@ -200,7 +202,11 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
             self.problem_, self.solution_ = problems[0], solutions[0]
         else:
             self.problem_, self.solution_ = problems, solutions
-        self.transduction_ = self._labels_of(self._scores(X))
+        scores = self._scores(X)
+        self.transduction_ = self._labels_of(scores)
+        labeled = scores[layout.order[:layout.n_labeled]]
+        self._fit_probability(labeled[:, 0] if labeled.shape[1] == 1 else labeled,
+                              layout.indicator())
         checks = self._unlabeled_outputs(problems, solutions)
         for outputs_u, ratio in checks:
             warn_if_unbalanced(outputs_u, ratio)

@@ -190,12 +190,7 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         elif self.operator_ != "dense":
             K = KernelOperator(Xo, kind, dtype=OPERATORS[self.operator_], **self.kernel_params_)
         else:
-            K = kern(Xo, Xo)
-            if K.shape != (n, n):
-                raise ValueError(f"the kernel returned shape {K.shape} on {n} points; a "
-                                 "callable kernel must return the (len(A), len(B)) Gram "
-                                 "matrix.")
-            K = 0.5 * (K + K.T)
+            K = _dense_kernel(kern, Xo)
             warn_if_degenerate_kernel(K)
         L, W = graph_laplacian(
             Xo, K,
@@ -296,6 +291,7 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
                                    class_options=options, warm_start=previous))
 
     def _store(self, layout: LabelLayout, problems: list, solutions: list) -> None:
+        self._order = layout.order
         inv = layout.inverse
         alphas = np.column_stack([s.x["alpha"] for s in solutions])
         bs = np.array([float(s.x.get("b", 0.0)) for s in solutions])  # no b without a bias
@@ -306,6 +302,8 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         self.intercept_ = bs[0] if binary else bs
         self.decision_values_ = F[inv, 0] if binary else F[inv]
         self.transduction_ = self._labels_from(self.decision_values_)
+        self._fit_probability(self.decision_values_[layout.order[:layout.n_labeled]],
+                              layout.indicator())
         warn_if_one_class_takes_all(self.transduction_[layout.order[layout.n_labeled:]],
                                     layout.n_classes)
         # A Nyström fit predicts through the feature map: f(x) = φ(x)ᵀ(Φᵀα) + b.
@@ -316,6 +314,32 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         self.problem_ = problems[0] if binary else problems
         self.solution_ = solutions[0] if binary else solutions
         self.n_labeled_ = layout.n_labeled
+
+    # ------------------------------------------------------------------ pickling
+    def __getstate__(self):
+        """The fitted state without the n×n kernel of a dense fit (8n² bytes; prediction
+        needs ``X_fit_`` and the coefficients only): ``problem_`` is left out and rebuilt from
+        ``X_fit_``, its graph and its labels at its first use after unpickling (by
+        ``certificate()``)."""
+        state = super().__getstate__()
+        problems = state.get("problem_")
+        if problems is not None and state.get("operator_") == "dense":
+            many = problems if isinstance(problems, list) else [problems]
+            del state["problem_"]
+            state["_problem_recipe"] = (many[0].L, [p.y for p in many])
+        return state
+
+    def __getattr__(self, name: str):
+        if name == "problem_" and "_problem_recipe" in self.__dict__:
+            L, labels = self.__dict__.pop("_problem_recipe")
+            order = self._order
+            Xo = (self.X_fit_[order][:, order] if self._precomputed()
+                  else self.X_fit_[order])
+            first = self._problem(_dense_kernel(self._kernel, Xo), L, labels[0])
+            problems = [first] + [first.with_labels(y) for y in labels[1:]]
+            self.problem_ = problems[0] if len(problems) == 1 else problems
+            return self.problem_
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X) -> np.ndarray:
@@ -347,6 +371,16 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         tags.input_tags.sparse = True
         tags.input_tags.pairwise = self._precomputed()
         return tags
+
+
+def _dense_kernel(kern, Xo) -> np.ndarray:
+    """The symmetric (n, n) Gram matrix ``kern(Xo, Xo)``, its shape checked."""
+    n = Xo.shape[0]
+    K = kern(Xo, Xo)
+    if K.shape != (n, n):
+        raise ValueError(f"the kernel returned shape {K.shape} on {n} points; a callable "
+                         "kernel must return the (len(A), len(B)) Gram matrix.")
+    return 0.5 * (K + K.T)
 
 
 _COMMON_DOC = """
