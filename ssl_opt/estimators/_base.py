@@ -17,6 +17,8 @@ user gets the same check against the reference optimum and the KKT residuals as 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from sklearn.base import ClassifierMixin
@@ -26,6 +28,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ssl_opt import registry
 from ssl_opt.api import BACKENDS, select, solve
 from ssl_opt.certificate import CERTIFY_REFERENCE_BUDGET, Certificate, certify
+from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
 from ssl_opt.estimators._labels import UNLABELED, LabelLayout, label_layout, unlabeled_mask
 from ssl_opt.estimators._probability import fit_scale, log_probabilities, probabilities
 from ssl_opt.solution import Solution
@@ -129,7 +132,18 @@ class SemiSupervisedClassifierMixin(ClassifierMixin):
         Raises ``ValueError`` when no target is labeled, as in a cross-validation test fold
         of unlabeled points only: split with
         :class:`~ssl_opt.model_selection.LabeledKFold`, which tests on labeled points only.
+
+        NaN, with a :class:`DegenerateProblemWarning`, when the fit is degenerate
+        (``degenerate_``: a constant model, every unlabeled point in one class): a grid
+        search then ranks it last instead of preferring it on a fold where one class happens
+        to score well.
         """
+        reason = getattr(self, "degenerate_", None)
+        if reason:
+            warnings.warn(f"score is NaN: this fit is degenerate ({reason}), so its accuracy "
+                          "says nothing about its parameters; a grid search ranks it last.",
+                          DegenerateProblemWarning, stacklevel=2)
+            return float("nan")
         y = np.asarray(y)
         unlabeled = (np.all(y == UNLABELED, axis=1) if y.ndim == 2 and y.dtype.kind in "iuf"
                      else unlabeled_mask(y) if y.ndim == 1 else np.zeros(len(y), dtype=bool))

@@ -81,36 +81,45 @@ def warn_if_disconnected(W, labeled=None, what: str = "graph") -> int:
     return int(n_comp)
 
 
-def warn_if_unbalanced(predictions_u: np.ndarray, ratio: float, tolerance: float = 0.25) -> None:
+def warn_if_unbalanced(predictions_u: np.ndarray, ratio: float,
+                       tolerance: float = 0.25) -> str | None:
     """Warn when ±1 predictions on the unlabeled points are all one class, or their positive
-    fraction is off the requested ``ratio`` by more than ``tolerance`` (absolute)."""
+    fraction is off the requested ``ratio`` by more than ``tolerance`` (absolute). Returns
+    the reason when the fit is degenerate (one class), else None."""
     if predictions_u.size == 0:
-        return
+        return None
     frac = float(np.mean(predictions_u > 0))
     if frac in (0.0, 1.0):
+        reason = "the S3VM put every unlabeled point in one class"
         warnings.warn("The S3VM put every unlabeled point in one class: the solution is "
                       "degenerate. Check the class ratio r, lower lam_u, or add labels.",
                       DegenerateProblemWarning, stacklevel=3)
-    elif abs(frac - ratio) > tolerance:
+        return reason
+    if abs(frac - ratio) > tolerance:
         warnings.warn(f"The S3VM's unlabeled predictions are {frac:.0%} positive but the class "
                       f"ratio it was asked to keep is {ratio:.0%}: the run may have converged "
                       "to a poor (possibly flipped) labeling. Check r and lam_u.",
                       DegenerateProblemWarning, stacklevel=3)
+    return None
 
 
-def warn_if_one_class_takes_all(labels_u: np.ndarray, n_classes: int, minimum: int = 5) -> None:
+def warn_if_one_class_takes_all(labels_u: np.ndarray, n_classes: int,
+                                minimum: int = 5) -> str | None:
     """Warn when a classifier of ``n_classes ≥ 2`` classes put all of its ``≥ minimum``
-    unlabeled points (their fitted labels ``labels_u``) in one class."""
+    unlabeled points (their fitted labels ``labels_u``) in one class; returns that reason,
+    or None."""
     if n_classes < 2 or labels_u.size < minimum:
-        return
+        return None
     first = labels_u[0]
-    if np.all(labels_u == first):
-        first = first.item() if isinstance(first, np.generic) else first
-        warnings.warn(f"Every one of the {labels_u.size} unlabeled points was put in class "
-                      f"{first!r}: the fit is degenerate (one class takes all). Check that the "
-                      "labeled points represent every class, and the regularization weights "
-                      "(a graph term too strong, or a kernel too wide).",
-                      DegenerateProblemWarning, stacklevel=3)
+    if not np.all(labels_u == first):
+        return None
+    first = first.item() if isinstance(first, np.generic) else first
+    warnings.warn(f"Every one of the {labels_u.size} unlabeled points was put in class "
+                  f"{first!r}: the fit is degenerate (one class takes all). Check that the "
+                  "labeled points represent every class, and the regularization weights "
+                  "(a graph term too strong, or a kernel too wide).",
+                  DegenerateProblemWarning, stacklevel=3)
+    return f"every unlabeled point was put in class {first!r}"
 
 
 def warn_if_ratio_unsupported(ratio: float, supervised_fraction: float, label,

@@ -59,6 +59,9 @@ _MINUS_ONE_IS_UNLABELED = (
     "this reason), so only one class is labeled and fit refuses it; its string and object "
     "labels are tested in tests/estimators/test_ere.py")
 
+#: ``EREClassifier(alpha="auto")`` doubles α from the graph's mean degree at most this often.
+AUTO_ALPHA_DOUBLINGS = 6
+
 #: Checks of scikit-learn's suite that cannot hold for these estimators, with the reason.
 EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
     "EREClassifier": {"check_classifiers_classes": _MINUS_ONE_IS_UNLABELED},
@@ -102,16 +105,33 @@ def _targets(y, n: int) -> tuple[np.ndarray, np.ndarray, int, np.ndarray, np.dty
     return np.arange(arr.shape[1]), order, Yl.shape[0], Yl.astype(np.float64), arr.dtype
 
 
-def _warn_if_constant(scores: np.ndarray) -> None:
-    """Warn when the linear model's scores ``XW + 1bᵀ`` on the training points span less than
-    1e-3 in every class (labels are 0/1, so a working model spreads them by O(1)): W ≈ 0 and
-    every point gets the same prediction."""
-    if scores.shape[0] > 1 and float(np.ptp(scores, axis=0).max()) < 1e-3:
-        warnings.warn("The fitted linear model is nearly constant (W ≈ 0): every point gets "
-                      "the same prediction. With few labels robust ERE's total-variation graph "
-                      "term keeps each label on its own point [004 eq. 9] (docs/ere.md); "
-                      "lower alpha, use graph_weights='binary', robust=False, or more labels.",
-                      DegenerateProblemWarning, stacklevel=3)
+def _collapsed(problem, solution, scores: np.ndarray, n_labeled: int, multilabel) -> bool:
+    """A constant linear model, or (single label) every unlabeled point in one class."""
+    if _is_constant(scores):
+        return True
+    if multilabel is not None:
+        return False
+    unlabeled = problem.predict(solution)[n_labeled:]
+    return unlabeled.size >= 5 and bool(np.all(unlabeled == unlabeled[0]))
+
+
+def _is_constant(scores: np.ndarray) -> bool:
+    """The linear model's scores ``XW + 1bᵀ`` on the training points span less than 1e-3 in
+    every class (labels are 0/1, so a working model spreads them by O(1)): W ≈ 0 and every
+    point gets the same prediction."""
+    return scores.shape[0] > 1 and float(np.ptp(scores, axis=0).max()) < 1e-3
+
+
+def _warn_if_constant(scores: np.ndarray) -> str | None:
+    """Warn when :func:`_is_constant`; returns the reason, or None."""
+    if not _is_constant(scores):
+        return None
+    warnings.warn("The fitted linear model is nearly constant (W ≈ 0): every point gets the "
+                  "same prediction. With few labels robust ERE's total-variation graph term "
+                  "keeps each label on its own point [004 eq. 9] (docs/ere.md); raise alpha "
+                  "(alpha='auto' does), use robust=False, or more labels.",
+                  DegenerateProblemWarning, stacklevel=3)
+    return "the fitted linear model is constant (W ≈ 0)"
 
 
 class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
@@ -136,12 +156,20 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         tags.classifier_tags.multi_label = True
         return tags
 
-    def _problem(self, X, A, Y):
+    def _problem(self, X, A, Y, alpha: float):
         raise NotImplementedError
+
+    def _auto_alpha(self) -> bool:
+        return False
+
+    def _alphas(self, A) -> list[float]:
+        """The values of α to try, in order (the first whose fit is not degenerate is kept)."""
+        return [float(self.alpha)]
 
     def _check_params(self) -> None:
         self._check_solver_param()
-        check_positive(self.alpha, "alpha")
+        if not self._auto_alpha():
+            check_positive(self.alpha, "alpha")
         check_positive(self.beta, "beta")
         check_graph_params(self.n_neighbors, self.graph_weights, self.sigma)
         check_bool(self.warm_start, "warm_start")
@@ -168,13 +196,19 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         labeled = np.zeros(n, dtype=bool)
         labeled[order[:n_labeled]] = True
         self.n_components_ = warn_if_disconnected(A, labeled)
-        problem = self._problem(X[order], A[order][:, order], Y)
+        Xo, Ao = X[order], A[order][:, order]
         previous = self._previous_solutions()
-        solution = solve_with(problem, self.solver, self.solver_options,
-                              previous[0] if previous else None)
+        start = previous[0] if previous else None
+        for alpha in self._alphas(A):
+            problem = self._problem(Xo, Ao, Y, alpha)
+            solution = solve_with(problem, self.solver, self.solver_options, start)
+            scores = problem.model_scores(solution)
+            if not _collapsed(problem, solution, scores, n_labeled, self._multilabel_dtype):
+                break
+            start = solution
+        self.alpha_ = alpha
         self.problem_, self.solution_ = problem, solution
-        scores = problem.model_scores(solution)
-        _warn_if_constant(scores)
+        self.degenerate_ = _warn_if_constant(scores)
         W, b = solution.x["W"], solution.x["b"]
         self.coef_ = np.array(W.T)
         self.intercept_ = np.array(b)
@@ -190,8 +224,8 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         inverse = np.empty_like(order)
         inverse[order] = np.arange(n)
         self.transduction_ = trans[inverse]
-        if not multilabel:
-            warn_if_one_class_takes_all(trans[n_labeled:], len(self.classes_))
+        if not multilabel and self.degenerate_ is None:
+            self.degenerate_ = warn_if_one_class_takes_all(trans[n_labeled:], len(self.classes_))
         return self
 
     def _scores(self, X) -> np.ndarray:
@@ -222,10 +256,19 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         return self.classes_[self.problem_.predict(self.solution_, X_new=X)]
 
 
+_ALPHA_DOC = """
+    alpha : float > 0, default 1.0
+        Weight α of the fit of the linear model, ``α‖X_l W + 1bᵀ − Y‖²``."""
+
+_ERE_ALPHA_DOC = """
+    alpha : "auto" or float > 0, default "auto"
+        Weight α of the fit of the linear model to the embedding, ``α Σ‖r_i‖``. ``"auto"``:
+        the graph's mean weighted degree, doubled (six times at most) until the fit is not
+        degenerate; with few labels a small α lets the total-variation graph term keep each
+        label on its own point and make F constant (module docstring). The value used is
+        ``alpha_``."""
+
 _PARAMS_DOC = """
-    alpha : float > 0
-        Weight α of the fit of the linear model to the embedding (``Σ‖r_i‖`` for ERE,
-        ``‖X_l W + 1bᵀ − Y‖²`` for LRL).
     beta : float > 0
         Weight β of ``‖W‖_F²``.
     n_neighbors : int >= 1, default 10
@@ -244,7 +287,9 @@ _PARAMS_DOC = """
     Attributes
     ----------
     classes_, coef_ (c, d) = Wᵀ, intercept_ (c,) = b, thresholds_ (multi-label τ, else None),
-    transduction_, n_components_, n_features_in_, problem_, solution_.
+    transduction_, n_components_, n_features_in_, problem_, solution_, alpha_ (the α used),
+    probability_scale_ (``predict_proba``'s temperature), degenerate_ (why the fit is
+    degenerate, or None: ``score`` is then NaN).
 """
 
 
@@ -257,9 +302,9 @@ class EREClassifier(_EmbeddingClassifier):
     ----------
     robust : bool, default True
         Non-squared norms (total variation on the graph and robust fit) [004 eq. 9].""" \
-        + _PARAMS_DOC
+        + _ERE_ALPHA_DOC + _PARAMS_DOC
 
-    def __init__(self, alpha: float = 1.0, beta: float = 0.01, *, robust: bool = True,
+    def __init__(self, alpha: float | str = "auto", beta: float = 0.01, *, robust: bool = True,
                  n_neighbors: int = 10, graph_weights: str = "heat", sigma: float | None = None,
                  solver: str = "auto", solver_options: dict | None = None,
                  warm_start: bool = False):
@@ -272,8 +317,20 @@ class EREClassifier(_EmbeddingClassifier):
         super()._check_params()
         check_bool(self.robust, "robust")
 
-    def _problem(self, X, A, Y):
-        return ERE(X, A, Y, self.alpha, self.beta, robust=self.robust)
+    def _problem(self, X, A, Y, alpha: float):
+        return ERE(X, A, Y, alpha, self.beta, robust=self.robust)
+
+    def _auto_alpha(self) -> bool:
+        return isinstance(self.alpha, str) and self.alpha == "auto"
+
+    def _alphas(self, A) -> list[float]:
+        """``alpha="auto"``: the mean weighted degree of the graph, doubled until the fit is
+        not degenerate, six times at most (module docstring)."""
+        if not self._auto_alpha():
+            return [float(self.alpha)]
+        degree = float(A.sum()) / A.shape[0]
+        base = degree if degree > 0 else 1.0
+        return [base * 2.0**k for k in range(AUTO_ALPHA_DOUBLINGS + 1)]
 
 
 class LRLClassifier(_EmbeddingClassifier):
@@ -281,10 +338,10 @@ class LRLClassifier(_EmbeddingClassifier):
     ``min tr(WᵀXᵀLXW) + α‖X_l W + 1bᵀ − Y‖_F² + β‖W‖_F²``, one (d+1)×(d+1) linear solve.
 
     Parameters
-    ----------""" + _PARAMS_DOC
+    ----------""" + _ALPHA_DOC + _PARAMS_DOC
 
-    def _problem(self, X, A, Y):
-        return LRL(X, A, Y, self.alpha, self.beta)
+    def _problem(self, X, A, Y, alpha: float):
+        return LRL(X, A, Y, alpha, self.beta)
 
 
 __all__ = ["EXPECTED_FAILED_CHECKS", "EREClassifier", "LRLClassifier"]

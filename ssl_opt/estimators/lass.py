@@ -147,7 +147,8 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         self.problem_, self.solution_ = problem, solution
         self.label_distributions_ = project_rows_to_simplex(problem.prediction(solution))
         self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]
-        warn_if_one_class_takes_all(self.transduction_[~labeled], layout.n_classes)
+        self.degenerate_ = warn_if_one_class_takes_all(self.transduction_[~labeled],
+                                                       layout.n_classes)
         return self
 
     def _knn_graph(self, X):

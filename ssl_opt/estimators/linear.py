@@ -208,11 +208,13 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
         self._fit_probability(labeled[:, 0] if labeled.shape[1] == 1 else labeled,
                               layout.indicator())
         checks = self._unlabeled_outputs(problems, solutions)
-        for outputs_u, ratio in checks:
-            warn_if_unbalanced(outputs_u, ratio)
+        reasons = []
+        for outputs_u, ratio in checks:  # a loop, not a comprehension: the warnings' stacklevel
+            reasons.append(warn_if_unbalanced(outputs_u, ratio))
         if not checks:
-            warn_if_one_class_takes_all(self.transduction_[layout.order[layout.n_labeled:]],
-                                        len(self.classes_))
+            reasons = [warn_if_one_class_takes_all(
+                self.transduction_[layout.order[layout.n_labeled:]], len(self.classes_))]
+        self.degenerate_ = next((r for r in reasons if r), None)
         self._check_ratio(X, layout, targets)
         return self
 

@@ -304,8 +304,8 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         self.transduction_ = self._labels_from(self.decision_values_)
         self._fit_probability(self.decision_values_[layout.order[:layout.n_labeled]],
                               layout.indicator())
-        warn_if_one_class_takes_all(self.transduction_[layout.order[layout.n_labeled:]],
-                                    layout.n_classes)
+        self.degenerate_ = warn_if_one_class_takes_all(
+            self.transduction_[layout.order[layout.n_labeled:]], layout.n_classes)
         # A Nyström fit predicts through the feature map: f(x) = φ(x)ᵀ(Φᵀα) + b.
         factor = getattr(problems[0].K, "factor", None) if self.operator_ == "nystrom" else None
         self.nystrom_ = problems[0].K if factor is not None else None

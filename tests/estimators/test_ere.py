@@ -249,3 +249,64 @@ def test_bad_robust_and_affinity():
         EREClassifier().fit(X, y, affinity=np.zeros((3, 3)))
     with pytest.raises(ValueError, match="affinity"):
         EREClassifier().fit(X, y, affinity=-np.ones((20, 20)))
+
+
+# -- alpha="auto" and degenerate fits ------------------------------------------------------
+def _moons(n=400, n_labeled=4, seed=0):
+    from ssl_opt.datasets import two_moons
+
+    data = two_moons(n=n, n_labeled=n_labeled, seed=seed)
+    return data.X, data.semi_supervised_targets(), data.class_labels()
+
+
+def test_auto_alpha_avoids_the_constant_embedding_that_small_alpha_gives():
+    """With 4 labels robust ERE at alpha = 1 keeps each label on its point and F is constant
+    (chance accuracy, a warning); alpha="auto" raises alpha until the fit is not degenerate
+    and the transduction is far above chance."""
+    from ssl_opt.estimators import DegenerateProblemWarning
+
+    X, y, truth = _moons()
+    unlabeled = y == -1
+    with pytest.warns(DegenerateProblemWarning, match="constant"):
+        small = EREClassifier(alpha=1.0).fit(X, y)
+    assert small.degenerate_ is not None
+    assert np.mean(small.transduction_[unlabeled] == truth[unlabeled]) == pytest.approx(0.5,
+                                                                                      abs=0.02)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DegenerateProblemWarning)
+        auto = EREClassifier().fit(X, y)
+    assert auto.degenerate_ is None and auto.alpha_ > 1.0
+    assert np.mean(auto.transduction_[unlabeled] == truth[unlabeled]) > 0.7
+    # the ladder's first rung is the graph's mean degree, each next one twice the last
+    A = auto.problem_.A
+    degree = A.sum() / A.shape[0]
+    assert np.log2(auto.alpha_ / degree) == pytest.approx(round(np.log2(auto.alpha_ / degree)))
+
+
+def test_a_degenerate_fit_scores_nan_and_a_grid_search_ranks_it_last():
+    from sklearn.model_selection import GridSearchCV
+
+    from ssl_opt.estimators import DegenerateProblemWarning
+    from ssl_opt.model_selection import LabeledKFold
+
+    X, y, _ = _moons(n=400, n_labeled=6, seed=0)
+    with pytest.warns(DegenerateProblemWarning):
+        collapsed = EREClassifier(alpha=1.0).fit(X, y)
+    with pytest.warns(DegenerateProblemWarning, match="score is NaN"):
+        assert np.isnan(collapsed.score(X, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        grid = GridSearchCV(EREClassifier(), {"alpha": [1.0, 100.0]},
+                            cv=LabeledKFold(3, random_state=0)).fit(X, y)
+    # alpha = 1 collapses on every fold of 4 labels: NaN, ranked last
+    assert all(np.isnan(grid.cv_results_[f"split{k}_test_score"][0]) for k in range(3))
+    assert grid.cv_results_["rank_test_score"][0] == 2
+    assert grid.best_params_ == {"alpha": 100.0}
+
+
+def test_auto_alpha_is_refused_where_it_does_not_exist():
+    X, y, _ = _moons()
+    with pytest.raises(ValueError, match="alpha"):
+        LRLClassifier(alpha="auto").fit(X, y)
+    with pytest.raises(ValueError, match="alpha"):
+        EREClassifier(alpha="big").fit(X, y)
