@@ -15,10 +15,11 @@ extra           packages                        what needs them
 ==============  ==============================  ============================================
 
 :data:`cvxpy` stands for the ``cvxpy`` module and imports it at its first attribute access, so
-``import ssl_opt`` and a fit of a fast solver never import CVXPY (0.75 s and 237 MB installed
-with its solvers). A solver that needs a package declares it (``Solver.needs_packages``); where
-the package is missing, :meth:`Solver.missing <ssl_opt.solvers.Solver.missing>` says so with
-the install command, so ``backend="auto"`` passes it over and an explicit request explains.
+``import ssl_opt`` and a fit of a fast solver never import CVXPY (the extra is 224 MB of the
+536 MB of ``[reference]``, ``benchmarks/install_size.sh``). A solver that needs a package
+declares it (``Solver.needs_packages``); where the package is missing, :meth:`Solver.missing
+<ssl_opt.solvers.Solver.missing>` says so with the install command, so ``backend="auto"``
+passes it over and an explicit request explains.
 """
 
 from __future__ import annotations
