@@ -103,16 +103,19 @@ def warn_if_unbalanced(predictions_u: np.ndarray, ratio: float,
     return None
 
 
+def one_class_takes_all(labels_u: np.ndarray, n_classes: int, minimum: int = 5) -> bool:
+    """A classifier of ``n_classes ≥ 2`` classes put all of its ``≥ minimum`` unlabeled
+    points (their fitted labels ``labels_u``) in one class."""
+    return (n_classes >= 2 and labels_u.size >= minimum
+            and bool(np.all(labels_u == labels_u[0])))
+
+
 def warn_if_one_class_takes_all(labels_u: np.ndarray, n_classes: int,
                                 minimum: int = 5) -> str | None:
-    """Warn when a classifier of ``n_classes ≥ 2`` classes put all of its ``≥ minimum``
-    unlabeled points (their fitted labels ``labels_u``) in one class; returns that reason,
-    or None."""
-    if n_classes < 2 or labels_u.size < minimum:
+    """Warn when :func:`one_class_takes_all`; returns that reason, or None."""
+    if not one_class_takes_all(labels_u, n_classes, minimum):
         return None
     first = labels_u[0]
-    if not np.all(labels_u == first):
-        return None
     first = first.item() if isinstance(first, np.generic) else first
     warnings.warn(f"Every one of the {labels_u.size} unlabeled points was put in class "
                   f"{first!r}: the fit is degenerate (one class takes all). Check that the "

@@ -45,6 +45,7 @@ from ssl_opt.estimators._base import (
 )
 from ssl_opt.estimators._diagnostics import (
     DegenerateProblemWarning,
+    one_class_takes_all,
     warn_if_disconnected,
     warn_if_one_class_takes_all,
 )
@@ -109,10 +110,8 @@ def _collapsed(problem, solution, scores: np.ndarray, n_labeled: int, multilabel
     """A constant linear model, or (single label) every unlabeled point in one class."""
     if _is_constant(scores):
         return True
-    if multilabel is not None:
-        return False
-    unlabeled = problem.predict(solution)[n_labeled:]
-    return unlabeled.size >= 5 and bool(np.all(unlabeled == unlabeled[0]))
+    return multilabel is None and one_class_takes_all(problem.predict(solution)[n_labeled:],
+                                                      scores.shape[1])
 
 
 def _is_constant(scores: np.ndarray) -> bool:
@@ -327,7 +326,7 @@ class EREClassifier(_EmbeddingClassifier):
         """``alpha="auto"``: the mean weighted degree of the graph, doubled until the fit is
         not degenerate, six times at most (module docstring)."""
         if not self._auto_alpha():
-            return [float(self.alpha)]
+            return super()._alphas(A)
         degree = float(A.sum()) / A.shape[0]
         base = degree if degree > 0 else 1.0
         return [base * 2.0**k for k in range(AUTO_ALPHA_DOUBLINGS + 1)]

@@ -212,11 +212,12 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}
     if not any(ok[n].backend in wanted[backend] for n in ok):
-        candidates = [s for s in table.values() if s.backend in wanted[backend]]
-        absent = {r for s in candidates for r in missing_reasons(s.needs_packages)}
-        if candidates and all(missing_reasons(s.needs_packages) for s in candidates):
+        absent = [missing_reasons(s.needs_packages) for s in table.values()
+                  if s.backend in wanted[backend]]
+        if absent and all(absent):
+            needs = sorted({r for reasons in absent for r in reasons})
             raise UnsupportedProblemError(f"no {backend} solver is available here: each needs "
-                                          f"{' and '.join(sorted(absent))}.")
+                                          f"{' and '.join(needs)}.")
         raise _nothing_applies(problem, "any" if backend == "auto" else backend, unsupported)
     if not (refs if backend == "reference" else fast if backend == "fast" else refs + fast):
         raise _out_of_memory(problem, predictions, limit)
