@@ -91,6 +91,9 @@ def main() -> None:
     params: dict = {}
     if args.set:
         target = args.set[0]
+        if target not in ESTIMATORS or not all("=" in p for p in args.set[1:]):
+            parser.error(f"--set takes an estimator of {sorted(ESTIMATORS)} and NAME=VALUE "
+                         f"pairs, got {' '.join(args.set)!r}")
         params = {k: _value(v) for k, v in (p.split("=", 1) for p in args.set[1:])}
         models = {"LabelSpreading": LabelSpreading, target: ESTIMATORS[target],
                   f"{target}*": ESTIMATORS[target]}
