@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from ssl_opt.optional import require
+from ssl_opt.progress import recorded
 
 #: Status values a solver may report.
 OPTIMAL = "optimal"
@@ -26,7 +27,11 @@ class History:
         self.rows: list[dict[str, float]] = []
 
     def append(self, **row: float) -> None:
-        self.rows.append({k: float(v) for k, v in row.items()})
+        """Record one row; it is also reported to the progress listener, if any
+        (:mod:`ssl_opt.progress`)."""
+        values = {k: float(v) for k, v in row.items()}
+        self.rows.append(values)
+        recorded(values)
 
     def __len__(self) -> int:
         return len(self.rows)

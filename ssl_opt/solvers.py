@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 import numpy as np
 from threadpoolctl import ThreadpoolController
 
+from ssl_opt import progress
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.optional import missing_reasons
 from ssl_opt.solution import FAILED, Solution
@@ -204,6 +205,20 @@ class Solver:
             raise InvalidInputError(
                 f"solver {self.name!r}: blas_threads(problem) must return None or an int >= 1, "
                 f"got {threads!r}.")
+        listener = progress.active()
+        if listener is None:
+            return self._timed_solve(problem, opts, threads)
+        listener.solve_started(self.name)
+        solution = None
+        try:
+            solution = self._timed_solve(problem, opts, threads)
+        finally:
+            listener.solve_finished(self.name, solution)
+        return solution
+
+    def _timed_solve(self, problem, opts: dict, threads: int | None) -> Solution:
+        """``_solve`` with the BLAS threads of :meth:`blas_threads`, timed, its objective
+        evaluated from the problem data and its provenance recorded."""
         start = time.perf_counter()
         with (_thread_pools().limit(limits=threads, user_api="blas") if threads
               else contextlib.nullcontext()):

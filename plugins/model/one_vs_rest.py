@@ -46,6 +46,13 @@ def _class_options(value, name: str):
                             f"list of one dict per class, got {type(value).__name__}.")
 
 
+def _class_defaults(value, name: str):
+    if value is None or isinstance(value, dict):
+        return value
+    raise InvalidInputError(f"{name} must be None or a dict of options, got "
+                            f"{type(value).__name__}.")
+
+
 class OneVsRestSolver(Solver):
     name = "one-vs-rest"
     tolerance_family = "iterative"
@@ -61,6 +68,9 @@ class OneVsRestSolver(Solver):
         "warm_start": Option(None, "a solution of this one-vs-rest problem (or a list of one "
                              "per class) to start the classes from, where the class solver "
                              "takes warm_start"),
+        "class_defaults": Option(None, "options for every class solver that declares them "
+                                 "(e.g. max_iter, tol); unlike class_options they do not steer "
+                                 "select's choice of the class solver", _class_defaults),
         "shared_start": Option(True, "start a starts_from_quadratic class solver from one "
                                "shared solve of the square-loss surrogate", check_bool),
     }
@@ -82,8 +92,8 @@ class OneVsRestSolver(Solver):
         chosen = _class_selection(problem)
         return math.nan if chosen is None else chosen.predicted_memory[chosen.solver]
 
-    def _solve(self, problem: OneVsRest, class_solver, class_options, warm_start,
-               shared_start) -> Solution:
+    def _solve(self, problem: OneVsRest, class_solver, class_options, class_defaults,
+               warm_start, shared_start) -> Solution:
         from ssl_opt.selection.select import BACKENDS, select
 
         options = (list(class_options) if isinstance(class_options, list)
@@ -103,7 +113,8 @@ class OneVsRestSolver(Solver):
             starts = problem.split(registry.get_solver("laprls-direct").solve(surrogate))
         columns = []
         for k, (p, s) in enumerate(zip(problem.columns, solvers, strict=True)):
-            opts = dict(options[k])
+            opts = {**{key: value for key, value in (class_defaults or {}).items()
+                       if key in s.options}, **options[k]}
             if starts is not None and "warm_start" in s.options:
                 opts.setdefault("warm_start", starts[k])
             columns.append(s.solve(p, **opts))

@@ -29,6 +29,7 @@ from ssl_opt import registry
 from ssl_opt.api import BACKENDS, select, solve
 from ssl_opt.certificate import CERTIFY_REFERENCE_BUDGET, Certificate, certify
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
+from ssl_opt.estimators._iterations import settings_for
 from ssl_opt.estimators._labels import UNLABELED, LabelLayout, label_layout, unlabeled_mask
 from ssl_opt.estimators._probability import fit_scale, log_probabilities, probabilities
 from ssl_opt.solution import Solution
@@ -68,22 +69,37 @@ def checked_X(estimator, X, *, name: str = "X", **kwargs):
     return X
 
 
-def solve_with(problem, solver: str, options: dict | None, warm_start=None) -> Solution:
+def solve_with(problem, solver: str, options: dict | None, warm_start=None,
+               settings: dict | None = None, strict: bool | None = None) -> Solution:
     """Solve ``problem`` with ``solver`` (``"auto"``, ``"fast"``, ``"reference"`` or a
     registered solver name) and the user's ``options``; ``warm_start`` is passed on to solvers
-    that declare that option."""
+    that declare that option.
+
+    ``settings`` (the estimator's ``max_iter``/``tol``, :mod:`._iterations`) go to the solver
+    after it is chosen, only where it declares them (to each class's solver through
+    ``class_defaults`` for ``one-vs-rest``), so they never steer ``select``; ``strict`` (default:
+    ``solver`` is a name, not a backend) makes a setting the solver lacks an error.
+    """
     opts = dict(options or {})
-    if solver in BACKEND_CHOICES:
-        kwargs = {"backend": solver}
-    else:
-        kwargs = {"solver": solver}
-    if warm_start is not None and _shapes_match(problem, warm_start):
-        name = (solver if solver not in BACKEND_CHOICES
-                else select(problem, solver, options=opts).solver)
-        if "warm_start" in registry.get_solver(name).options:
-            opts.setdefault("warm_start", warm_start)
-            kwargs = {"solver": name}
-    return solve(problem, **kwargs, **opts)
+    settings = {k: v for k, v in (settings or {}).items() if k not in opts}
+    is_backend = solver in BACKEND_CHOICES
+    if is_backend and warm_start is None and not settings:
+        return solve(problem, backend=solver, **opts)
+    selection = select(problem, solver, options=opts) if is_backend else None
+    name = solver if selection is None else selection.solver
+    chosen = registry.get_solver(name)
+    if warm_start is not None and _shapes_match(problem, warm_start) \
+            and "warm_start" in chosen.options:
+        opts.setdefault("warm_start", warm_start)
+    if settings and "class_defaults" in chosen.options:
+        opts.setdefault("class_defaults", settings)
+    elif settings:
+        opts.update(settings_for(chosen, settings,
+                                 strict=not is_backend if strict is None else strict))
+    solution = solve(problem, solver=name, **opts)
+    if selection is not None:
+        solution.info.setdefault("selection", str(selection))
+    return solution
 
 
 def _shapes_match(problem, solution: Solution) -> bool:

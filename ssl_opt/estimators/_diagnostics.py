@@ -12,11 +12,11 @@
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
+
+from ssl_opt.exceptions import warn
 
 
 class DegenerateProblemWarning(UserWarning):
@@ -47,16 +47,16 @@ def warn_if_degenerate_kernel(K: np.ndarray, what: str = "kernel") -> None:
     if diag <= 0 or off.size == 0:
         return
     if np.max(np.abs(off)) < 1e-3 * diag:
-        warnings.warn(f"The {what} matrix is nearly the identity (off-diagonal entries below "
-                      f"1e-3 of the diagonal): the kernel width is too small for these data, "
-                      "so points far from labeled ones get the bias only. Increase the width "
-                      "(sigma) or leave it to the data-driven default.",
-                      DegenerateProblemWarning, stacklevel=3)
+        warn(f"The {what} matrix is nearly the identity (off-diagonal entries below "
+             f"1e-3 of the diagonal): the kernel width is too small for these data, "
+             "so points far from labeled ones get the bias only. Increase the width "
+             "(sigma) or leave it to the data-driven default.",
+             DegenerateProblemWarning)
     elif np.ptp(off) < 1e-3 * diag and np.min(off) > 0.5 * diag:
-        warnings.warn(f"The {what} matrix is nearly constant (off-diagonal entries within "
-                      "1e-3 of each other): the kernel width is too large for these data. "
-                      "Decrease the width (sigma) or leave it to the data-driven default.",
-                      DegenerateProblemWarning, stacklevel=3)
+        warn(f"The {what} matrix is nearly constant (off-diagonal entries within "
+             "1e-3 of each other): the kernel width is too large for these data. "
+             "Decrease the width (sigma) or leave it to the data-driven default.",
+             DegenerateProblemWarning)
 
 
 def warn_if_disconnected(W, labeled=None, what: str = "graph") -> int:
@@ -74,10 +74,10 @@ def warn_if_disconnected(W, labeled=None, what: str = "graph") -> int:
         mask = labeled if isinstance(labeled, np.ndarray) else np.arange(Wm.shape[0]) < labeled
         blind = n_comp - np.unique(comp[mask]).size
     if blind:
-        warnings.warn(f"The {what} has {n_comp} connected components, {blind} of them without "
-                      "a labeled point: the Laplacian term cannot carry labels into those. "
-                      "Increase n_neighbors, pass a connected affinity, or label a point in "
-                      "each component.", DegenerateProblemWarning, stacklevel=3)
+        warn(f"The {what} has {n_comp} connected components, {blind} of them without "
+             "a labeled point: the Laplacian term cannot carry labels into those. "
+             "Increase n_neighbors, pass a connected affinity, or label a point in "
+             "each component.", DegenerateProblemWarning)
     return int(n_comp)
 
 
@@ -91,15 +91,15 @@ def warn_if_unbalanced(predictions_u: np.ndarray, ratio: float,
     frac = float(np.mean(predictions_u > 0))
     if frac in (0.0, 1.0):
         reason = "the S3VM put every unlabeled point in one class"
-        warnings.warn("The S3VM put every unlabeled point in one class: the solution is "
-                      "degenerate. Check the class ratio r, lower lam_u, or add labels.",
-                      DegenerateProblemWarning, stacklevel=3)
+        warn("The S3VM put every unlabeled point in one class: the solution is "
+             "degenerate. Check the class ratio r, lower lam_u, or add labels.",
+             DegenerateProblemWarning)
         return reason
     if abs(frac - ratio) > tolerance:
-        warnings.warn(f"The S3VM's unlabeled predictions are {frac:.0%} positive but the class "
-                      f"ratio it was asked to keep is {ratio:.0%}: the run may have converged "
-                      "to a poor (possibly flipped) labeling. Check r and lam_u.",
-                      DegenerateProblemWarning, stacklevel=3)
+        warn(f"The S3VM's unlabeled predictions are {frac:.0%} positive but the class "
+             f"ratio it was asked to keep is {ratio:.0%}: the run may have converged "
+             "to a poor (possibly flipped) labeling. Check r and lam_u.",
+             DegenerateProblemWarning)
     return None
 
 
@@ -117,11 +117,11 @@ def warn_if_one_class_takes_all(labels_u: np.ndarray, n_classes: int,
         return None
     first = labels_u[0]
     first = first.item() if isinstance(first, np.generic) else first
-    warnings.warn(f"Every one of the {labels_u.size} unlabeled points was put in class "
-                  f"{first!r}: the fit is degenerate (one class takes all). Check that the "
-                  "labeled points represent every class, and the regularization weights "
-                  "(a graph term too strong, or a kernel too wide).",
-                  DegenerateProblemWarning, stacklevel=3)
+    warn(f"Every one of the {labels_u.size} unlabeled points was put in class "
+         f"{first!r}: the fit is degenerate (one class takes all). Check that the "
+         "labeled points represent every class, and the regularization weights "
+         "(a graph term too strong, or a kernel too wide).",
+         DegenerateProblemWarning)
     return f"every unlabeled point was put in class {first!r}"
 
 
@@ -133,9 +133,9 @@ def warn_if_ratio_unsupported(ratio: float, supervised_fraction: float, label,
     unlikely to be a random sample of the classes, and the transduction keeps their share."""
     if abs(ratio - supervised_fraction) > tolerance:
         label = label.item() if isinstance(label, np.generic) else label
-        warnings.warn(f"The class ratio r = {ratio:.2f} of class {label!r} was taken from the "
-                      "labeled rows, but an L2-SVM of the labeled rows alone puts "
-                      f"{supervised_fraction:.0%} of the unlabeled rows in that class: the "
-                      "labeled rows are likely not a random sample of the classes, and the "
-                      "transduction keeps their share. Pass ratio= with the share you expect.",
-                      DegenerateProblemWarning, stacklevel=3)
+        warn(f"The class ratio r = {ratio:.2f} of class {label!r} was taken from the "
+             "labeled rows, but an L2-SVM of the labeled rows alone puts "
+             f"{supervised_fraction:.0%} of the unlabeled rows in that class: the "
+             "labeled rows are likely not a random sample of the classes, and the "
+             "transduction keeps their share. Pass ratio= with the share you expect.",
+             DegenerateProblemWarning)

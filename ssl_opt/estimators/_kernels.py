@@ -9,7 +9,6 @@ heuristic"), so the default kernel is neither nearly the identity nor nearly con
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 
 import numpy as np
@@ -18,6 +17,7 @@ import scipy.sparse as sp
 from ssl_opt._validation import check_choice, check_int, check_positive
 from ssl_opt.builders import knn_graph, laplacian, linear_kernel, polynomial_kernel, rbf_kernel
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
+from ssl_opt.exceptions import warn
 
 KERNELS = ("rbf", "poly", "linear", "precomputed")
 GRAPH_WEIGHTS = ("binary", "heat")
@@ -55,10 +55,10 @@ def neighbours_for(n_neighbors, n: int) -> int:
         raise ValueError("A graph needs at least 2 samples; pass more rows in X.")
     k = int(n_neighbors)
     if k >= n:
-        warnings.warn(f"n_neighbors={k} is not below the number of samples n={n}: the graph "
-                      f"joins every point to all {n - 1} others, so it carries no manifold "
-                      f"structure. Pass n_neighbors < {n} (typically 5 to 20).",
-                      DegenerateProblemWarning, stacklevel=3)
+        warn(f"n_neighbors={k} is not below the number of samples n={n}: the graph "
+             f"joins every point to all {n - 1} others, so it carries no manifold "
+             f"structure. Pass n_neighbors < {n} (typically 5 to 20).",
+             DegenerateProblemWarning)
         k = n - 1
     return k
 

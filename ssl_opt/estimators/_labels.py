@@ -10,12 +10,13 @@ a binary problem.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import column_or_1d
+
+from ssl_opt.exceptions import warn
 
 #: The value of ``y`` that marks an unlabeled sample.
 UNLABELED = -1
@@ -171,8 +172,8 @@ def _warn_if_zero_marks_unlabeled(y: np.ndarray, unlabeled: np.ndarray) -> None:
         return
     zeros = int(np.count_nonzero(y == 0))
     if 2 * zeros > y.size and zeros > int(unlabeled.sum()):
-        warnings.warn(
+        warn(
             f"y holds -1, 0 and 1 with 0 on {zeros} of {y.size} samples: -1 marks an "
             "unlabeled sample here and 0 is a class. If your labels are ±1 with 0 for "
             "unlabeled, convert them first: y = np.where(y == 0, -1, (y == 1).astype(int)) "
-            "(class -1 becomes 0).", LabelConventionWarning, stacklevel=4)
+            "(class -1 becomes 0).", LabelConventionWarning)

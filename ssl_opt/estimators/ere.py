@@ -28,8 +28,6 @@ given labels on the labeled points.
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils.validation import check_is_fitted
@@ -49,8 +47,10 @@ from ssl_opt.estimators._diagnostics import (
     warn_if_disconnected,
     warn_if_one_class_takes_all,
 )
+from ssl_opt.estimators._iterations import ITERATION_DOC, fitting, iteration_settings
 from ssl_opt.estimators._kernels import check_graph_params, neighbours_for
 from ssl_opt.estimators._labels import UNLABELED, label_layout
+from ssl_opt.exceptions import warn
 from ssl_opt.problems.ere.lrl import LRL
 from ssl_opt.problems.ere.problem import ERE
 
@@ -125,11 +125,11 @@ def _warn_if_constant(scores: np.ndarray) -> str | None:
     """Warn when :func:`_is_constant`; returns the reason, or None."""
     if not _is_constant(scores):
         return None
-    warnings.warn("The fitted linear model is nearly constant (W ≈ 0): every point gets the "
-                  "same prediction. With few labels robust ERE's total-variation graph term "
-                  "keeps each label on its own point [004 eq. 9] (docs/ere.md); raise alpha "
-                  "(alpha='auto' does), use robust=False, or more labels.",
-                  DegenerateProblemWarning, stacklevel=3)
+    warn("The fitted linear model is nearly constant (W ≈ 0): every point gets the "
+         "same prediction. With few labels robust ERE's total-variation graph term "
+         "keeps each label on its own point [004 eq. 9] (docs/ere.md); raise alpha "
+         "(alpha='auto' does), use robust=False, or more labels.",
+         DegenerateProblemWarning)
     return "the fitted linear model is constant (W ≈ 0)"
 
 
@@ -138,7 +138,8 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
 
     def __init__(self, alpha: float = 1.0, beta: float = 0.01, *, n_neighbors: int = 10,
                  graph_weights: str = "heat", sigma: float | None = None, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False):
+                 solver_options: dict | None = None, warm_start: bool = False,
+                 max_iter: int | None = None, tol: float | None = None, verbose: int = 0):
         self.alpha = alpha
         self.beta = beta
         self.n_neighbors = n_neighbors
@@ -147,6 +148,9 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         self.solver = solver
         self.solver_options = solver_options
         self.warm_start = warm_start
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -173,6 +177,7 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         check_graph_params(self.n_neighbors, self.graph_weights, self.sigma)
         check_bool(self.warm_start, "warm_start")
 
+    @fitting
     def fit(self, X, y, affinity=None):
         """Fit on ``X`` (n, d) and ``y``: 1-D labels (any values, ``-1`` unlabeled) or a 2-D
         0/1 multi-label indicator (rows of ``-1`` unlabeled).
@@ -200,7 +205,8 @@ class _EmbeddingClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEs
         start = previous[0] if previous else None
         for alpha in self._alphas(A):
             problem = self._problem(Xo, Ao, Y, alpha)
-            solution = solve_with(problem, self.solver, self.solver_options, start)
+            solution = solve_with(problem, self.solver, self.solver_options, start,
+                                  iteration_settings(self))
             scores = problem.model_scores(solution)
             if not _collapsed(problem, solution, scores, n_labeled, self._multilabel_dtype):
                 break
@@ -282,12 +288,12 @@ _PARAMS_DOC = """
         Options passed to the solver.
     warm_start : bool, default False
         Start the solver from the previous fit's solution when the shapes match.
-
+""" + ITERATION_DOC + """
     Attributes
     ----------
-    classes_, coef_ (c, d) = Wᵀ, intercept_ (c,) = b, thresholds_ (multi-label τ, else None),
-    transduction_, n_components_, n_features_in_, problem_, solution_, alpha_ (the α used),
-    probability_scale_ (``predict_proba``'s temperature), degenerate_ (why the fit is
+    n_iter_, classes_, coef_ (c, d) = Wᵀ, intercept_ (c,) = b, thresholds_ (multi-label τ,
+    else None), transduction_, n_components_, n_features_in_, problem_, solution_, alpha_
+    (the α used), probability_scale_ (``predict_proba``'s temperature), degenerate_ (why the fit is
     degenerate, or None: ``score`` is then NaN).
 """
 
@@ -306,10 +312,11 @@ class EREClassifier(_EmbeddingClassifier):
     def __init__(self, alpha: float | str = "auto", beta: float = 0.01, *, robust: bool = True,
                  n_neighbors: int = 10, graph_weights: str = "heat", sigma: float | None = None,
                  solver: str = "auto", solver_options: dict | None = None,
-                 warm_start: bool = False):
+                 warm_start: bool = False, max_iter: int | None = None,
+                 tol: float | None = None, verbose: int = 0):
         super().__init__(alpha, beta, n_neighbors=n_neighbors, graph_weights=graph_weights,
                          sigma=sigma, solver=solver, solver_options=solver_options,
-                         warm_start=warm_start)
+                         warm_start=warm_start, max_iter=max_iter, tol=tol, verbose=verbose)
         self.robust = robust
 
     def _check_params(self) -> None:

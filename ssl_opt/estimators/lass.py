@@ -46,6 +46,7 @@ from ssl_opt.estimators._base import (
     solve_with,
 )
 from ssl_opt.estimators._diagnostics import warn_if_disconnected, warn_if_one_class_takes_all
+from ssl_opt.estimators._iterations import ITERATION_DOC, fitting, iteration_settings
 from ssl_opt.estimators._kernels import check_graph_params, neighbours_for
 from ssl_opt.problems.lass.problem import LASS
 
@@ -60,7 +61,7 @@ EXPECTED_FAILED_CHECKS: dict[str, dict[str, str]] = {
 
 
 class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
-    r"""Semi-supervised classification by Laplacian assignment (LASS) [002].
+    __doc__ = r"""Semi-supervised classification by Laplacian assignment (LASS) [002].
 
     Solves ``min_Z λ tr(ZᵀLZ) − tr(GᵀZ)`` over row-stochastic ``Z ≥ 0`` (module docstring):
     the rows of Z are class distributions of the training points, natively multi-class.
@@ -83,9 +84,10 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         Options passed to the solver (e.g. ``{"tol": 1e-10}``).
     warm_start : bool, default False
         Start the solver from the previous fit's Z when the shapes match.
-
+""" + ITERATION_DOC + r"""
     Attributes
     ----------
+    n_iter_ : the solver's iterations.
     label_distributions_ : (n_samples, n_classes) rows of Z (projected onto the simplex to
         remove round-off), in the original sample order, like ``LabelSpreading``.
     transduction_ : labels of the training points, ``classes_[argmax Z_i]``.
@@ -96,7 +98,8 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
 
     def __init__(self, lam: float = 0.01, *, n_neighbors: int = 10, graph_weights: str = "heat",
                  sigma: float | None = None, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False):
+                 solver_options: dict | None = None, warm_start: bool = False,
+                 max_iter: int | None = None, tol: float | None = None, verbose: int = 0):
         self.lam = lam
         self.n_neighbors = n_neighbors
         self.graph_weights = graph_weights
@@ -104,6 +107,9 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         self.solver = solver
         self.solver_options = solver_options
         self.warm_start = warm_start
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -117,6 +123,7 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         check_bool(self.warm_start, "warm_start")
 
     # ------------------------------------------------------------------ fit
+    @fitting
     def fit(self, X, y, affinity=None) -> LaplacianAssignment:
         """Fit on ``X`` (n, d) and labels ``y`` (any values, ``-1`` for unlabeled samples).
 
@@ -143,7 +150,7 @@ class LaplacianAssignment(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         problem = LASS(W, G, self.lam)
         previous = self._previous_solutions()
         solution = solve_with(problem, self.solver, self.solver_options,
-                              previous[0] if previous else None)
+                              previous[0] if previous else None, iteration_settings(self))
         self.problem_, self.solution_ = problem, solution
         self.label_distributions_ = project_rows_to_simplex(problem.prediction(solution))
         self.transduction_ = self.classes_[np.argmax(self.label_distributions_, axis=1)]

@@ -47,6 +47,7 @@ from ssl_opt.estimators._diagnostics import (
     warn_if_ratio_unsupported,
     warn_if_unbalanced,
 )
+from ssl_opt.estimators._iterations import ITERATION_DOC, fitting, iteration_settings
 from ssl_opt.estimators._labels import LabelLayout, label_layout
 from ssl_opt.numerics.design import LinearDesign, is_dask_array
 from ssl_opt.optional import require
@@ -170,7 +171,8 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
         raise NotImplementedError
 
     def _solve_one(self, problem, previous: Solution | None) -> Solution:
-        return solve_with(problem, self.solver, self.solver_options, previous)
+        return solve_with(problem, self.solver, self.solver_options, previous,
+                          iteration_settings(self))
 
     def _unlabeled_outputs(self, problems: list, solutions: list) -> list:
         """(outputs on the unlabeled rows, class ratio r) of each transductive problem, for
@@ -178,6 +180,7 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
         return []
 
     # -- scikit-learn API -------------------------------------------------------------------
+    @fitting
     def fit(self, X, y):
         """Fit on ``X`` (n, d), dense or sparse, and ``y`` (n,) with ``-1`` for unlabeled rows.
 
@@ -208,9 +211,7 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
         self._fit_probability(labeled[:, 0] if labeled.shape[1] == 1 else labeled,
                               layout.indicator())
         checks = self._unlabeled_outputs(problems, solutions)
-        reasons = []
-        for outputs_u, ratio in checks:  # a loop, not a comprehension: the warnings' stacklevel
-            reasons.append(warn_if_unbalanced(outputs_u, ratio))
+        reasons = [warn_if_unbalanced(outputs_u, ratio) for outputs_u, ratio in checks]
         if not checks:
             reasons = [warn_if_one_class_takes_all(
                 self.transduction_[layout.order[layout.n_labeled:]], len(self.classes_))]
@@ -261,7 +262,7 @@ class _LinearS3VMBase(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimat
 
 
 class LinearL2SVC(_LinearS3VMBase):
-    r"""Linear L2-SVM trained on the labeled rows [001 eq. 2]: a supervised baseline that
+    __doc__ = r"""Linear L2-SVM trained on the labeled rows [001 eq. 2]: a supervised baseline that
     accepts semi-supervised ``y`` (rows with ``y == -1`` are ignored).
 
     ``min_w λ/2‖w‖² + ½ Σ_{i≤l} max(0, 1 − y_i w̃ᵀx̃_i)²`` with ``x̃ = [x, 1]`` when
@@ -289,22 +290,26 @@ class LinearL2SVC(_LinearS3VMBase):
         ``"default"`` is ``distributed.default_client()``. Pass an address or ``"default"``,
         not a Client, where the estimator is cloned (``GridSearchCV``): a Client cannot be
         copied.
-
+""" + ITERATION_DOC + r"""
     Attributes
     ----------
-    classes_, coef_ (k, d), intercept_ (k,), transduction_, n_features_in_
+    classes_, coef_ (k, d), intercept_ (k,), transduction_, n_features_in_, n_iter_
     problem_, solution_ : the :class:`~ssl_opt.problems.LinearSVM` (one per class for more
         than two classes, sharing one design matrix) and its solution.
     """
 
     def __init__(self, lam: float = 1e-3, fit_intercept: bool = True, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False, client=None):
+                 solver_options: dict | None = None, warm_start: bool = False, client=None,
+                 max_iter: int | None = None, tol: float | None = None, verbose: int = 0):
         self.lam = lam
         self.fit_intercept = fit_intercept
         self.solver = solver
         self.solver_options = solver_options
         self.warm_start = warm_start
         self.client = client
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
 
     def _problems(self, X, layout: LabelLayout, targets: np.ndarray, client) -> list:
         design = self._design(_take_rows(X, layout.order[: layout.n_labeled]), client)
@@ -313,7 +318,7 @@ class LinearL2SVC(_LinearS3VMBase):
 
 
 class TransductiveSVC(_LinearS3VMBase):
-    r"""Transductive linear SVM: TSVM with multiple switching [001 §3.1] or the
+    __doc__ = r"""Transductive linear SVM: TSVM with multiple switching [001 §3.1] or the
     deterministic-annealing S3VM [001 §3.2], on dense or sparse X.
 
     TSVM: ``min_{w, ŷ} λ/2‖w‖² + 1/(2l) Σ_{i≤l} l2(y_i w̃ᵀx̃_i) + λ'/(2u) Σ_{j>l} l2(ŷ_j
@@ -351,9 +356,13 @@ class TransductiveSVC(_LinearS3VMBase):
         ``"default"`` is ``distributed.default_client()``. Pass an address or ``"default"``,
         not a Client, where the estimator is cloned (``GridSearchCV``): a Client cannot be
         copied.
-
+""" + ITERATION_DOC + r"""
     Notes
     -----
+    ``tsvm`` and ``da`` take ``tol`` but no ``max_iter``: their switching and annealing run to
+    the end (the cap of their inner MFN solves is ``solver_options["mfn_max_iter"]``);
+    ``max_iter`` caps ``mfn`` where the fit falls back to the L2-SVM (below).
+
     With no unlabeled row (every ``y != -1``, as in scikit-learn's estimator checks) there is
     nothing to transduce: the estimator solves the ``u = 0`` limit, the L2-SVM
     ``λ/2‖w‖² + 1/(2l) Σ l2(y_i o_i)`` (a :class:`~ssl_opt.problems.LinearSVM` with costs
@@ -364,7 +373,7 @@ class TransductiveSVC(_LinearS3VMBase):
 
     Attributes
     ----------
-    classes_, coef_ (k, d), intercept_ (k,), transduction_, n_features_in_
+    classes_, coef_ (k, d), intercept_ (k,), transduction_, n_features_in_, n_iter_
     ratio_ : ndarray (k,), the r of each problem (nan where it fell back to the L2-SVM)
     problem_, solution_ : the TSVM / DAS3VM (or LinearSVM) and its solution, lists for more
         than two classes.
@@ -372,7 +381,8 @@ class TransductiveSVC(_LinearS3VMBase):
 
     def __init__(self, method: str = "tsvm", lam: float = 1e-3, lam_u: float = 1.0,
                  ratio: float | None = None, fit_intercept: bool = True, solver: str = "auto",
-                 solver_options: dict | None = None, warm_start: bool = False, client=None):
+                 solver_options: dict | None = None, warm_start: bool = False, client=None,
+                 max_iter: int | None = None, tol: float | None = None, verbose: int = 0):
         self.client = client
         self.method = method
         self.lam = lam
@@ -382,6 +392,9 @@ class TransductiveSVC(_LinearS3VMBase):
         self.solver = solver
         self.solver_options = solver_options
         self.warm_start = warm_start
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
 
     def _check_params(self) -> None:
         super()._check_params()
@@ -422,7 +435,7 @@ class TransductiveSVC(_LinearS3VMBase):
             solver, options = _l2svm_fallback(problem, solver, options)
         if isinstance(problem, TSVM) and previous is not None:
             previous = _balanced_warm_start(problem, previous)
-        return solve_with(problem, solver, options, previous)
+        return solve_with(problem, solver, options, previous, iteration_settings(self))
 
     def _unlabeled_outputs(self, problems: list, solutions: list) -> list:
         return [(p.prediction(s)[p.l:], p.r) for p, s in zip(problems, solutions, strict=True)

@@ -43,6 +43,12 @@ from ssl_opt.estimators._diagnostics import (
     warn_if_disconnected,
     warn_if_one_class_takes_all,
 )
+from ssl_opt.estimators._iterations import (
+    ITERATION_DOC,
+    fitting,
+    iteration_settings,
+    settings_for,
+)
 from ssl_opt.estimators._kernels import (
     check_graph_params,
     check_kernel_choice,
@@ -97,7 +103,8 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
                  early_stopping=None, warm_start: bool = False, block_size=None,
-                 operator: str = "auto", n_landmarks: int = 500):
+                 operator: str = "auto", n_landmarks: int = 500, max_iter=None, tol=None,
+                 verbose: int = 0):
         self.gamma_A = gamma_A
         self.gamma_I = gamma_I
         self.kernel = kernel
@@ -117,6 +124,9 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         self.block_size = block_size
         self.operator = operator
         self.n_landmarks = n_landmarks
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
 
     def _loss(self):
         raise NotImplementedError
@@ -162,6 +172,7 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         return isinstance(self.kernel, str) and self.kernel == "precomputed"
 
     # ------------------------------------------------------------------ fit
+    @fitting
     def fit(self, X, y, *, affinity=None, laplacian=None, X_val=None, y_val=None):
         """Fit on ``X`` (n, d) — or the (n, n) Gram matrix with ``kernel="precomputed"`` — and
         ``y`` (n,), ``-1`` marking unlabeled samples.
@@ -280,15 +291,19 @@ class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEst
         # K is recomputed on every product: the user asked for no stored K, which PCG honours
         products_only = self.operator_ in ("matrix-free", "matrix-free-float32")
         solver = "pcg" if products_only and self.solver in ("auto", "fast") else self.solver
+        settings = iteration_settings(self)
         if len(problems) == 1:
             return [solve_with(problems[0], solver, options[0],
-                               None if previous is None else previous[0])]
+                               None if previous is None else previous[0], settings)]
         classes = OneVsRest(problems[0], np.column_stack([p.y for p in problems]))
         whole = solver in BACKEND_CHOICES or registry.get_solver(solver).supports(classes)
         if whole and previous is None and not any(options):
-            return classes.split(solve_with(classes, solver, None))
+            return classes.split(solve_with(classes, solver, None, settings=settings))
+        if solver not in BACKEND_CHOICES:
+            settings_for(registry.get_solver(solver), settings, strict=True)
         return classes.split(solve(classes, solver="one-vs-rest", class_solver=solver,
-                                   class_options=options, warm_start=previous))
+                                   class_options=options, class_defaults=settings or None,
+                                   warm_start=previous))
 
     def _store(self, layout: LabelLayout, problems: list, solutions: list) -> None:
         self._order = layout.order
@@ -433,13 +448,14 @@ _COMMON_DOC = """
         (docs/scaling.md).
     n_landmarks : int
         Landmarks of ``operator="nystrom"`` (clipped to n); ignored otherwise.
-
+""" + ITERATION_DOC + """
     Attributes
     ----------
     classes_, n_features_in_
     operator_ : the operator kind the fit used (``operator="auto"`` resolved)
     operator_plan_ : the :class:`~ssl_opt.operators.plan.KernelPlan` it was chosen from (None
         for a user kernel or an explicit matrix-free / Nyström operator)
+    n_iter_ : the solver's iterations (one per class for one-vs-rest)
     dual_coef_ : (n,) or (n, c) — α in the order of the training samples
     intercept_ : float or (c,)
     transduction_ : labels predicted for the training samples
@@ -462,7 +478,8 @@ class LapSVC(_ManifoldClassifier):
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
                  fit_intercept: bool = True, solver: str = "auto", solver_options=None,
                  early_stopping=None, warm_start: bool = False, block_size=None,
-                 operator: str = "auto", n_landmarks: int = 500):
+                 operator: str = "auto", n_landmarks: int = 500, max_iter=None, tol=None,
+                 verbose: int = 0):
         super().__init__(gamma_A, gamma_I, kernel=kernel, sigma=sigma, degree=degree,
                          coef0=coef0, poly_scale=poly_scale, n_neighbors=n_neighbors,
                          graph_weights=graph_weights,
@@ -470,7 +487,8 @@ class LapSVC(_ManifoldClassifier):
                          laplacian_power=laplacian_power, fit_intercept=fit_intercept,
                          solver=solver, solver_options=solver_options,
                          early_stopping=early_stopping, warm_start=warm_start,
-                         block_size=block_size, operator=operator, n_landmarks=n_landmarks)
+                         block_size=block_size, operator=operator, n_landmarks=n_landmarks,
+                         max_iter=max_iter, tol=tol, verbose=verbose)
         self.loss = loss
 
     def _loss(self):

@@ -42,13 +42,10 @@ and the training embedding held fixed, which gives
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 from sklearn.base import BaseEstimator, ClassNamePrefixFeaturesOutMixin, TransformerMixin
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.neighbors import NearestNeighbors
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted
@@ -60,11 +57,12 @@ from ssl_opt.builders import knn_graph
 from ssl_opt.datasets.clusters import paper_constraint_count
 from ssl_opt.estimators._base import BACKEND_CHOICES, CertifiedMixin, checked_X, solve_with
 from ssl_opt.estimators._diagnostics import DegenerateProblemWarning
+from ssl_opt.estimators._iterations import ITERATION_DOC, fitting, iteration_settings
 from ssl_opt.estimators._kernels import check_graph_params, neighbours_for
 from ssl_opt.estimators._labels import LabelLayout
+from ssl_opt.exceptions import warn
 from ssl_opt.problems import NPKL
 from ssl_opt.problems.npkl.evaluation import kernel_factor, kernel_kmeans
-from ssl_opt.solution import OPTIMAL
 
 __all__ = ["NPKLKernel", "EXPECTED_FAILED_CHECKS"]
 
@@ -150,7 +148,8 @@ def _principal_factor(Phi, Z: np.ndarray) -> np.ndarray:
 
 class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMixin,
                  BaseEstimator):
-    """Non-parametric kernel learned from pairwise constraints [003] (see the module docstring).
+    __doc__ = """Non-parametric kernel learned from pairwise constraints [003] (see the module
+    docstring).
 
     Parameters
     ----------
@@ -185,9 +184,11 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         count.
     random_state : int, RandomState or None
         Seeds the constraint sample drawn from y, BCD's start and the k-means restarts.
-
+""" + ITERATION_DOC + """
     Attributes
     ----------
+    n_iter_ : int
+        The solver's iterations (BCD sweeps).
     problem_ : NPKL
     solution_ : Solution
     kernel_ : ndarray (n, n)
@@ -211,7 +212,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
 
     def __init__(self, C=1.0, loss="square", delta=None, n_neighbors=5, graph_weights="binary",
                  rank=None, n_clusters=None, solver="auto", solver_options=None,
-                 warm_start=False, random_state=None):
+                 warm_start=False, random_state=None, max_iter=None, tol=None, verbose=0):
         self.C = C
         self.loss = loss
         self.delta = delta
@@ -223,6 +224,13 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         self.solver_options = solver_options
         self.warm_start = warm_start
         self.random_state = random_state
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+
+    #: Added to the ConvergenceWarning of a solve that stopped short (:mod:`._iterations`).
+    _convergence_hint = ("the hinge loss makes BCD stall [003 Fig. 1]: use "
+                         "loss='squared_hinge' or solver='reference'")
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -243,6 +251,7 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
         check_bool(self.warm_start, "warm_start")
         self._check_solver_param()
 
+    @fitting
     def fit(self, X, y=None, *, pairs=None, pair_labels=None) -> NPKLKernel:
         """Learn the kernel of the rows of X from ``pairs``/``pair_labels`` (indices into the
         rows of X, ±1) or, when ``pairs`` is None, from the labeled entries of ``y`` (module
@@ -308,25 +317,19 @@ class NPKLKernel(ClassNamePrefixFeaturesOutMixin, TransformerMixin, CertifiedMix
             V = previous[0].x.get("V")
             if V is not None and np.shape(V)[1] == problem.constrained_points.size:
                 warm = previous[0]
-        return solve_with(problem, name, opts, warm)
+        return solve_with(problem, name, opts, warm, iteration_settings(self),
+                          strict=self.solver not in BACKEND_CHOICES)
 
     def _warn_degenerate(self) -> None:
-        status = self.solution_.status
-        if status != OPTIMAL:
-            warnings.warn(
-                f"The {self.solution_.solver} solve ended with status {status!r}: the kernel "
-                "may be above the optimum (the hinge loss makes BCD stall [003 Fig. 1]). "
-                "certificate() bounds the gap; use loss='squared_hinge', more max_iter in "
-                "solver_options, or solver='reference'.", ConvergenceWarning, stacklevel=3)
         n_comp, comp = connected_components(self.affinity_, directed=False)
         if n_comp > 1:
             reached = np.unique(comp[self.problem_.constrained_points]).size
             if reached < n_comp:
-                warnings.warn(
+                warn(
                     f"The kNN graph has {n_comp} connected components and {n_comp - reached} "
                     "of them hold no constrained point: their points get a zero embedding. "
                     "Increase n_neighbors or add pairs (labels) in every component.",
-                    DegenerateProblemWarning, stacklevel=3)
+                    DegenerateProblemWarning)
 
     # ------------------------------------------------------------------ transforming
     @property
