@@ -218,7 +218,7 @@ def cmd_bench(args) -> int:
     report = run_bench(args.family, sizes=args.sizes, variants=args.variant,
                        solvers=args.solvers, seed=args.seed, time_limit=args.time_limit,
                        out_dir=args.out, progress=not args.no_progress,
-                       operator=args.operator)
+                       operator=args.operator, isolate=False if args.in_process else None)
     print(Path(report.files["summary"]).read_text())
     print("written: " + ", ".join(report.files.values()))
     return 0
@@ -256,7 +256,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", nargs="*", help="only these variants (default: all)")
     p.add_argument("--solvers", nargs="*", help="only these solvers (default: all applicable)")
     p.add_argument("--time-limit", type=float, default=60.0,
-                   help="skip runs predicted longer than this; failures count as this")
+                   help="seconds per run: solvers with a time_limit option stop there, any "
+                        "run is killed at 1.5x (at least +10 s); runs predicted longer are "
+                        "skipped; failures count as this")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the solvers in this process instead of a worker process (no "
+                        "kill: only the solvers' own time_limit option stops them)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="bench-results", help="output directory")
     p.add_argument("--operator", default="dense",

@@ -12,6 +12,7 @@ from hypothesis import settings
 from ssl_opt.builders import graph_laplacian_from_data, rbf_kernel
 from ssl_opt.datasets.synthetic import gaussian_blobs, two_moons
 from ssl_opt.problems import LapRLS, LapSVM
+from ssl_opt.selection import model_store
 
 # CI replays the same examples every run; locally hypothesis explores new ones.
 settings.register_profile("ci", derandomize=True, deadline=None)
@@ -37,6 +38,15 @@ def make_problem(kind="moons", n=60, n_labeled=6, loss="squared_hinge", normaliz
 @pytest.fixture
 def problem_factory():
     return make_problem
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """A private cost-model cache (``model_store``) for the test, cleared before and after."""
+    monkeypatch.setenv(model_store.CACHE_ENV, str(tmp_path / "cache"))
+    model_store.clear_cache()
+    yield tmp_path / "cache"
+    model_store.clear_cache()
 
 
 @pytest.fixture

@@ -2,13 +2,16 @@
 
 For every variant of the family and every size of the grid, each applicable solver runs on the
 same generated instance (runs under 0.2 s three times, keeping the fastest; wall time and peak
-memory by :func:`~ssl_opt.selection.measure.measure`; a solver with a ``time_limit`` option
-gets the benchmark's, so no run goes far past it; one predicted beyond it is skipped),
-is certified against the best certified reference
-optimum (objective gap and the problem's own residuals), and is compared with its cost-model
-prediction. The report holds:
+memory by :func:`~ssl_opt.selection.measure.measure`), is certified against the best certified
+reference optimum (objective gap and the problem's own residuals), and is compared with its
+cost-model prediction. The time limit holds two ways: a solver with a ``time_limit`` option
+gets the benchmark's and stops at its next check; and the solves run in a worker process that
+is killed at the hard limit (:func:`hard_limit`: the limit plus half of it, at least 10 s more;
+:mod:`~ssl_opt.selection.isolated`), so a Newton step, a factorization or a CVXPY call cannot
+run on past it. A run predicted beyond the limit is skipped. The report holds:
 
-* a CSV of every run;
+* a CSV of every run, written as each instance finishes (an interrupted benchmark leaves the
+  rows of the instances it finished);
 * the time-vs-size plot, with the measured crossover between the reference and the fastest fast
   solver marked, and the convergence plot (objective suboptimality and residuals against time,
   against the reference optimum) at the largest size that has one;
@@ -28,20 +31,29 @@ from ssl_opt import registry
 from ssl_opt._validation import check_int, check_positive
 from ssl_opt.certificate import certify
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
+from ssl_opt.optional import installed
 from ssl_opt.selection import model_store
 from ssl_opt.selection.bench_report import (
     BenchReport,
     Run,
     VariantSummary,
+    append_runs,
     check_output_directory,
     write_report,
 )
 from ssl_opt.selection.generators import cost_size
+from ssl_opt.selection.isolated import ChildError, KilledRun, Worker
 from ssl_opt.selection.measure import measure_fastest
 from ssl_opt.selection.select import predict, select
-from ssl_opt.solution import OPTIMAL
+from ssl_opt.solution import OPTIMAL, TIME_LIMIT
 
 SHIFT_SECONDS = 10.0
+
+
+def hard_limit(time_limit: float) -> float:
+    """Seconds after which a run in the worker is killed: the time limit plus half of it, at
+    least 10 s more (room for a cooperative stop's final certificate)."""
+    return time_limit + max(10.0, 0.5 * time_limit)
 
 
 def shifted_geometric_mean(values, shift: float = SHIFT_SECONDS) -> float:
@@ -70,19 +82,40 @@ def _residual_text(residuals: dict) -> str:
     return ";".join(f"{k}={v:.3g}" for k, v in sorted(residuals.items()))
 
 
-def _run_one(problem, solver, prediction, scale, size, key, model_sizes,
-             repeat_below, time_limit) -> tuple[Run, object]:
-    """One timed solve; a solver with a ``time_limit`` option gets the benchmark's (it then
-    returns its best point with status ``time_limit`` unless that point certifies)."""
+def _run_one(problem, solver, prediction, scale, size, key, model_sizes, time_limit,
+             measure) -> tuple[Run, object]:
+    """One timed solve by ``measure(solver, options) -> (Measurement, note)``; a solver with a
+    ``time_limit`` option gets the benchmark's (it then returns its best point with status
+    ``time_limit`` unless that point certifies)."""
     beyond = prediction.size / max(model_sizes) if model_sizes else math.nan
     limit = {"time_limit": time_limit} if "time_limit" in solver.options else {}
-    m, _ = measure_fastest(lambda: solver.solve(problem, **limit), repeat_below)
+    m, note = measure(solver, limit)
     sol = m.result
     return Run(key, scale, size, solver.name, solver.backend, sol.status, None, m.seconds,
                m.peak_bytes / 2**20, int(sol.iterations), float(sol.objective), math.nan,
                math.nan, math.nan, "", prediction.seconds, prediction.memory / 2**20,
                prediction.source, bool(model_sizes) and prediction.size not in model_sizes,
-               False, beyond), sol
+               False, beyond, note=note), sol
+
+
+def _in_process(problem, repeat_below):
+    def measure(solver, options):
+        return measure_fastest(lambda: solver.solve(problem, **options), repeat_below)[0], ""
+    return measure
+
+
+def _in_worker(worker: Worker, problem, instance: tuple, repeat_below, kill_after):
+    """Runs in ``worker``; a solver or generator registered in this process only (not through
+    an installed plugin) runs here instead, without the hard limit, and says so."""
+    here = _in_process(problem, repeat_below)
+
+    def measure(solver, options):
+        if not worker.knows(solver.name, instance[0]):
+            m, _ = here(solver, options)
+            return m, ("ran in this process, without the hard limit: registered here only, "
+                       "not through an installed plugin")
+        return worker.run(instance, solver.name, options, repeat_below, kill_after), ""
+    return measure
 
 
 def _skipped(key, scale, size, solver, prediction, note) -> Run:
@@ -94,10 +127,18 @@ def _skipped(key, scale, size, solver, prediction, note) -> Run:
 def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] | None = None,
               solvers: list[str] | None = None, seed: int = 0, time_limit: float = 60.0,
               out_dir: str | Path | None = None, progress: bool = True,
-              repeat_below: float = 0.2, operator: str = "dense") -> BenchReport:
-    """Run the benchmark of ``family`` (e.g. ``"npkl"``) and write the report to ``out_dir``.
+              repeat_below: float = 0.2, operator: str = "dense",
+              isolate: bool | None = None, kill_after: float | None = None) -> BenchReport:
+    """Run the benchmark of ``family`` (e.g. ``"npkl"``) and write the report to ``out_dir``
+    (the CSV grows as each instance finishes).
 
     Runs shorter than ``repeat_below`` seconds are repeated and the fastest of three kept.
+    ``isolate`` (default: unless the operator is "dask", whose data live on the cluster this
+    process holds) runs the solves in a worker process killed after ``kill_after`` seconds
+    (default :func:`hard_limit` of ``time_limit``); such a run is recorded with status
+    ``time_limit`` and the time it was given. The worker builds each instance itself from the
+    generator, so a solver or generator must be registered through an installed plugin (an
+    entry point), not only in this process, to run there.
     ``operator`` holds the instances' data in another operator kind (``Generator.operators``:
     "matrix-free" or "nystrom" kernels, a "dask" design matrix on a local cluster, see
     docs/scaling.md); only the variants that offer it run."""
@@ -136,6 +177,9 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
             sizes = None
     if out_dir is not None:
         check_output_directory(out_dir, "out_dir")
+    isolate = operator != "dask" if isolate is None else bool(isolate)
+    kill = hard_limit(time_limit) if kill_after is None else check_positive(kill_after,
+                                                                            "kill_after")
     models = model_store.load_models()
     runs: list[Run] = []
     summaries: list[VariantSummary] = []
@@ -143,12 +187,21 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
     bar = tqdm(steps, desc=f"bench {family}", unit="instance", disable=not progress)
     too_slow: set[tuple[str, str]] = set()
     convergence: dict[str, dict] = {}
-    with _operator_context(operator):
+    csv_path = None if out_dir is None else Path(out_dir) / f"{family}.csv"
+    preload = tuple(sorted({p for s in table.values() for p in s.needs_packages
+                            if installed(p)}))
+    with Worker(preload) as worker, _operator_context(operator):
         for key, gen, scale in bar:
             bar.set_postfix_str(f"{key} at {scale}")
             problem = gen.instance(scale, seed, operator)
+            measure = (_in_worker(worker, problem, (key, scale, seed, operator), repeat_below,
+                                  kill)
+                       if isolate else _in_process(problem, repeat_below))
+            done = len(runs)
             _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slow,
-                            repeat_below, runs, convergence, frozenset(solvers or ()))
+                            runs, convergence, frozenset(solvers or ()), measure)
+            if csv_path is not None:
+                append_runs(csv_path, runs[done:], start=done == 0)
     for key in gens:
         summaries.append(_summarize(key, [r for r in runs if r.variant == key], time_limit,
                                     convergence.get(key, {})))
@@ -179,7 +232,7 @@ def _operator_context(operator: str):
 
 
 def _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slow,
-                    repeat_below, runs, convergence, named=frozenset()) -> None:
+                    runs, convergence, named, measure) -> None:
     """Every applicable solver on one instance, certified; appends to ``runs``. A solver
     that declares it does not reach a certified optimum on the instance (``inexact``, e.g.
     FISTA on a kernel expansion) is listed as skipped with its reason, unless it is
@@ -211,10 +264,14 @@ def _bench_instance(problem, key, gen, scale, table, models, time_limit, too_slo
         else:
             try:
                 run, sol = _run_one(problem, solver, prediction, scale, size, key,
-                                    model_sizes, repeat_below, time_limit)
+                                    model_sizes, time_limit, measure)
+            except KilledRun as exc:
+                run, sol = _skipped(key, scale, size, solver, prediction, str(exc)), None
+                run.status, run.time_s = TIME_LIMIT, exc.seconds
+                too_slow.add((key, name))
             except Exception as exc:  # one solver's bug must not end the benchmark
-                run, sol = _skipped(key, scale, size, solver, prediction,
-                                    f"raised {type(exc).__name__}: {exc}"), None
+                why = str(exc) if isinstance(exc, ChildError) else f"{type(exc).__name__}: {exc}"
+                run, sol = _skipped(key, scale, size, solver, prediction, f"raised {why}"), None
                 run.status = "error"
                 too_slow.add((key, name))
             if run.time_s > time_limit:

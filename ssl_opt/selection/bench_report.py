@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import csv
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -20,8 +20,11 @@ from ssl_opt.solution import OPTIMAL
 
 #: Slowdown of ``auto``'s choice over the best solver that the benchmark tolerates.
 AUTO_TARGET = 2.0
-#: History columns plotted as the residual of a run, first found first.
-RESIDUAL_COLUMNS = ("grad_norm", "stationarity", "residual", "primal_residual", "kl", "change")
+#: History columns plotted as the residual of a run, the first recorded at two points or more:
+#: the model's certificate where a generic solver records it along the run (the same measure
+#: for each of them), else the method's own.
+RESIDUAL_COLUMNS = ("certificate", "grad_norm", "stationarity", "residual", "primal_residual",
+                    "primal", "kl", "change")
 
 
 @dataclass
@@ -108,6 +111,16 @@ def check_output_directory(path: str | Path, name: str) -> Path:
     return check_writable_directory(out, name)
 
 
+def append_runs(path: str | Path, runs: list[Run], start: bool = False) -> None:
+    """Append ``runs`` to the CSV at ``path`` (with ``start``: a new file with the header
+    first), flushed at once: a benchmark that is stopped keeps the rows it finished."""
+    with open(path, "w" if start else "a", newline="") as fh:
+        writer = csv.DictWriter(fh, fieldnames=[f.name for f in fields(Run)])
+        if start:
+            writer.writeheader()
+        writer.writerows(asdict(r) for r in runs)
+
+
 def write_report(report: BenchReport, out_dir: str | Path) -> dict[str, str]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
@@ -115,12 +128,7 @@ def write_report(report: BenchReport, out_dir: str | Path) -> dict[str, str]:
              "time_plot": str(out / f"{report.family}_time.png"),
              "convergence_plot": str(out / f"{report.family}_convergence.png"),
              "summary": str(out / f"{report.family}.md")}
-    with open(files["csv"], "w", newline="") as fh:
-        names = list(asdict(report.runs[0])) if report.runs else ["variant"]
-        writer = csv.DictWriter(fh, fieldnames=names)
-        writer.writeheader()
-        for r in report.runs:
-            writer.writerow(asdict(r))
+    append_runs(files["csv"], report.runs, start=True)
     plot_times(report, files["time_plot"])
     if not plot_convergence(report, files["convergence_plot"]):
         del files["convergence_plot"]
@@ -145,7 +153,9 @@ def _grid(n: int):
 
 def _colors(report: BenchReport) -> dict[str, str]:
     """One colour per solver across every panel of both figures."""
-    return {name: f"C{i % 10}" for i, name in enumerate(sorted({r.solver for r in report.runs}))}
+    names = {r.solver for r in report.runs} | {
+        n for s in report.summaries for n in s.convergence.get("histories", {})}
+    return {name: f"C{i % 10}" for i, name in enumerate(sorted(names))}
 
 
 def plot_times(report: BenchReport, path) -> None:
@@ -196,6 +206,7 @@ def plot_convergence(report: BenchReport, path) -> bool:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import NullFormatter
 
     fig, axes = plt.subplots(len(shown), 2, figsize=(10.5, 3.6 * len(shown)), squeeze=False)
     colors = _colors(report)
@@ -206,25 +217,43 @@ def plot_convergence(report: BenchReport, path) -> bool:
             cols = hist.columns
             if "time" not in cols:
                 continue
-            t = hist["time"]
             if "objective" in cols:
-                gap = np.maximum((hist["objective"] - p_star) / max(1.0, abs(p_star)), 1e-16)
-                row[0].plot(t, gap, ".-", color=colors[name], label=name, ms=3)
-            res = next((c for c in RESIDUAL_COLUMNS if c in cols), None)
+                gap = (hist["objective"] - p_star) / max(1.0, abs(p_star))
+                _plot_finite(row[0], hist["time"], gap, colors[name], name)
+            res = residual_column(hist)
             if res is not None:
-                row[1].plot(t, np.maximum(hist[res], 1e-16), ".-", color=colors[name],
-                            label=f"{name}: {res}", ms=3)
+                _plot_finite(row[1], hist["time"], hist[res], colors[name], f"{name}: {res}")
         for ax, label in zip(row, ("relative suboptimality", "residual"), strict=True):
+            if not ax.lines:
+                ax.text(0.5, 0.5, f"no fast solver recorded a {label}", ha="center",
+                        va="center", transform=ax.transAxes, fontsize=9)
             ax.axvline(conv["reference_time"], color="k", ls=":", lw=1.0,
                        label="reference finished")
             ax.set(xscale="log", yscale="log", xlabel="seconds", ylabel=label,
                    title=f"{summary.key}, size {conv['size']:.4g}")
+            ax.xaxis.set_minor_formatter(NullFormatter())  # no overlapping minor labels
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return True
+
+
+def residual_column(history) -> str | None:
+    """The column of ``history`` plotted as its residual: the first of
+    :data:`RESIDUAL_COLUMNS` recorded at two points or more, else the first present."""
+    present = [c for c in RESIDUAL_COLUMNS if c in history.columns]
+    return next((c for c in present if np.isfinite(history[c]).sum() >= 2),
+                present[0] if present else None)
+
+
+def _plot_finite(ax, t, values, color, label) -> None:
+    """The points of one history column that were recorded (rows without it hold NaN), on a
+    log scale with zeros raised to 1e-16; nothing when none was."""
+    keep = np.isfinite(t) & np.isfinite(values)
+    if keep.any():
+        ax.plot(t[keep], np.maximum(values[keep], 1e-16), ".-", color=color, label=label, ms=3)
 
 
 def _fmt_time(r: Run) -> str:

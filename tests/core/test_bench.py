@@ -18,14 +18,6 @@ from ssl_opt.selection.calibrate import calibrate, calibrate_and_save, report
 from ssl_opt.selection.generators import Generator, cost_size, geometric_scales
 
 
-@pytest.fixture
-def cache(tmp_path, monkeypatch):
-    monkeypatch.setenv(model_store.CACHE_ENV, str(tmp_path / "cache"))
-    model_store.clear_cache()
-    yield tmp_path / "cache"
-    model_store.clear_cache()
-
-
 def test_shifted_geometric_mean_closed_form():
     # (10 · 20 · 40)^(1/3) = 20
     assert shifted_geometric_mean([0.0, 10.0, 30.0], shift=10) == pytest.approx(10.0)
@@ -138,7 +130,8 @@ def test_bench_skips_what_is_predicted_beyond_the_time_limit(cache, tmp_path):
                      ((1.0, 1e6, 0.0), (2.0, 1e6, 0.0)))
     model_store.save_models([slow])
     model_store.clear_cache()
-    rep = run_bench("lass", sizes=[60], out_dir=None, progress=False, time_limit=5)
+    rep = run_bench("lass", sizes=[60], out_dir=None, progress=False, time_limit=5,
+                    isolate=False)
     status = {r.solver: r.status for r in rep.runs}
     assert status["cvxpy"] == "skipped" and status["admm-split"] == "optimal"
     skipped = next(r for r in rep.runs if r.solver == "cvxpy")
@@ -166,11 +159,13 @@ def test_bench_skips_a_solver_that_declares_it_stalls_unless_named(cache):
     generic solver applies to): the bench lists it as skipped with that reason, and runs it
     when it is named; its run then stops short of the certificate, as it said."""
     rep = run_bench("manifold", sizes=[60], variants=["squared_hinge"], progress=False,
+                    isolate=False,
                     solvers=["fista", "newton", "irls-newton", "cvxpy"])
     ran = {r.solver: r for r in rep.runs}
     assert ran["fista"].status != "skipped"
     assert not ran["fista"].certified and ran["irls-newton"].certified
-    rep = run_bench("manifold", sizes=[60], variants=["squared_hinge"], progress=False)
+    rep = run_bench("manifold", sizes=[60], variants=["squared_hinge"], progress=False,
+                    isolate=False)
     ran = {r.solver: r for r in rep.runs}
     assert ran["fista"].status == "skipped" and "kernel expansion" in ran["fista"].note
     assert ran["newton"].certified and ran["irls-newton"].certified

@@ -106,6 +106,7 @@ def test_third_party_solver_is_calibrated_selected_and_benchmarked(installed_plu
     assert set(rows) == {"thirdparty-dense", "laprls-direct", "cvxpy"}
     assert rows["thirdparty-dense"].prediction_source == "calibrated"
     assert abs(rows["thirdparty-dense"].rel_gap) < 1e-6
+    assert rows["thirdparty-dense"].note == ""  # an installed plugin runs in the worker too
     assert "thirdparty-dense" in rep.summaries[0].shgeom
 
 
@@ -175,7 +176,9 @@ def test_a_solver_that_raises_does_not_end_calibration_or_bench(tmp_path, monkey
         assert status[(60, "test-broken")][0] == "error"
         assert "ZeroDivisionError" in status[(60, "test-broken")][1]
         assert status[(80, "test-broken")][0] == "skipped"
-        assert status[(80, "laprls-direct")][0] == "optimal"
+        assert status[(80, "laprls-direct")] == ("optimal", "")
+        # registered in this process only: the worker cannot see it, so it ran here
+        assert status[(60, "test-broken")][1].startswith("raised ZeroDivisionError")
     finally:
         registry.unregister_plugin(plugin)
         model_store.clear_cache()
