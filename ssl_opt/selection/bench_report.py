@@ -151,11 +151,15 @@ def _grid(n: int):
     return plt, fig, axes.flat
 
 
-def _colors(report: BenchReport) -> dict[str, str]:
-    """One colour per solver across every panel of both figures."""
+def _colors(report: BenchReport) -> dict[str, tuple]:
+    """One colour per solver across every panel of both figures (tab20 beyond ten solvers, so
+    that no two share one)."""
+    from matplotlib import colormaps
+
     names = {r.solver for r in report.runs} | {
         n for s in report.summaries for n in s.convergence.get("histories", {})}
-    return {name: f"C{i % 10}" for i, name in enumerate(sorted(names))}
+    palette = colormaps["tab10" if len(names) <= 10 else "tab20"]
+    return {name: palette(i % palette.N) for i, name in enumerate(sorted(names))}
 
 
 def plot_times(report: BenchReport, path) -> None:
