@@ -107,6 +107,7 @@ def warn_if_not_converged(estimator) -> None:
             continue
         classes = getattr(estimator, "classes_", ())
         label = classes[k] if len(classes) == len(parts) else k
+        label = label.item() if hasattr(label, "item") else label  # 2, not np.int64(2)
         which = f" (class {label!r})" if len(parts) > 1 else ""
         warn(f"{owner}: the {part.solver} solve{which} ended {part.status!r} after "
              f"{part.iterations} iterations, so the fit may be short of the optimum; "
