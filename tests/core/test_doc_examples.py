@@ -1,7 +1,6 @@
-"""Every ```python block of README.md, docs/estimators.md, docs/selection.md and
-docs/scaling.md runs as
-written, from a directory that is not the checkout and without the benchmark data folder (a
-fresh install's view)."""
+"""Every ```python block of README.md, docs/estimators.md, docs/selection.md, docs/scaling.md
+and docs/parameters.md runs as written, from a directory that is not the checkout and without
+the benchmark data folder (a fresh install's view)."""
 
 from __future__ import annotations
 
@@ -14,7 +13,8 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-FILES = ("README.md", "docs/estimators.md", "docs/selection.md", "docs/scaling.md")
+FILES = ("README.md", "docs/estimators.md", "docs/selection.md", "docs/scaling.md",
+         "docs/parameters.md")
 
 
 def _blocks():
