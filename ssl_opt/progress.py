@@ -78,7 +78,7 @@ class FitDisplay:
 
     def solve_started(self, solver: str) -> None:
         self.stack.append(solver)
-        self.bar.set_description_str(f"{self.owner} [{' > '.join(self.stack)}]", refresh=False)
+        self._describe()
 
     def row_recorded(self, row: Mapping[str, float]) -> None:
         self.bar.update(1)
@@ -97,6 +97,10 @@ class FitDisplay:
         if depth <= 1 or self.verbose >= 2:
             self.bar.write(f"[{self.owner}] {'  ' * max(depth - 1, 0)}{_summary(solver, solution)}",
                            file=self.bar.fp)
+        self._describe()
+
+    def _describe(self) -> None:
+        """The counter's label: the estimator and the solves running, outermost first."""
         self.bar.set_description_str(
             f"{self.owner} [{' > '.join(self.stack)}]" if self.stack else self.owner,
             refresh=False)

@@ -102,10 +102,10 @@ def warn_if_not_converged(estimator) -> None:
     columns = parts[0].info.get("columns") if len(parts) == 1 else None
     if isinstance(columns, list) and all(isinstance(c, Solution) for c in columns):
         parts = columns  # a one-vs-rest solve kept whole
+    classes = getattr(estimator, "classes_", ())
     for k, part in enumerate(parts):
         if part.status not in UNCONVERGED:
             continue
-        classes = getattr(estimator, "classes_", ())
         label = classes[k] if len(classes) == len(parts) else k
         label = label.item() if hasattr(label, "item") else label  # 2, not np.int64(2)
         which = f" (class {label!r})" if len(parts) > 1 else ""
