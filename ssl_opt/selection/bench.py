@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 
 from ssl_opt import registry
-from ssl_opt._validation import check_int, check_positive
+from ssl_opt._validation import check_bool, check_int, check_positive
 from ssl_opt.certificate import certify
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.optional import installed
@@ -177,7 +177,7 @@ def run_bench(family: str, sizes: list[int] | None = None, variants: list[str] |
             sizes = None
     if out_dir is not None:
         check_output_directory(out_dir, "out_dir")
-    isolate = operator != "dask" if isolate is None else bool(isolate)
+    isolate = operator != "dask" if isolate is None else check_bool(isolate, "isolate")
     kill = hard_limit(time_limit) if kill_after is None else check_positive(kill_after,
                                                                             "kill_after")
     models = model_store.load_models()

@@ -188,6 +188,8 @@ def test_bench_rejects_unknown_family_variant_and_solver():
     ({"time_limit": math.nan}, "time_limit"), ({"time_limit": math.inf}, "time_limit"),
     ({"time_limit": "60"}, "time_limit"), ({"seed": -1}, "seed"), ({"seed": 1.5}, "seed"),
     ({"sizes": "60"}, "sizes"), ({"sizes": [40.5]}, "sizes"),
+    ({"isolate": "no"}, "isolate"), ({"kill_after": 0}, "kill_after"),
+    ({"kill_after": math.nan}, "kill_after"),
 ])
 def test_bench_rejects_bad_numbers_before_running(kwargs, match):
     with pytest.raises(InvalidInputError, match=match):
