@@ -171,6 +171,14 @@ class Solver:
         (:mod:`ssl_opt.selection.cost_model`); NaN when the solver offers none."""
         return float("nan")
 
+    def instance_time(self, problem) -> tuple[float, str] | None:
+        """Seconds predicted from measurements on this very instance (a conditioning probe, a
+        timed product), with a note saying what was measured; None leaves the prediction to
+        the cost model. Selection prefers it to the cost model (its source is "instance"):
+        an iterative solver's iterations follow the instance's conditioning, which its size
+        does not tell."""
+        return None
+
     def predicted_memory(self, problem) -> float:
         """An analytic estimate of peak extra bytes, used where no calibrated model exists."""
         return float("nan")

@@ -22,6 +22,7 @@ early-stopping rules read f (stability) or ``K_val @ α`` (validation; K_val may
 
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -42,6 +43,21 @@ from ssl_opt.solvers import Option, Solver
 #: Powell's restart test: successive preconditioned gradients far from orthogonal
 #: (|∇ᵀ∇̂_old| ≥ POWELL·∇ᵀ∇̂) mean the directions lost conjugacy, and PCG restarts.
 POWELL = 0.2
+
+
+#: PCG's iterations per √κ of its preconditioned Hessian (``problem.conditioning``), to the
+#: default tolerance: 0.9–5.4 measured on digits, breast cancer, two moons and g50c-like data
+#: at γ_A = 1e-4..1, γ_I = 0.01..1 (benchmarks/bench_instance_selection.py's instances); this
+#: is their geometric middle.
+ITERATIONS_PER_ROOT = 2.5
+#: Where √κ is beyond n, finite precision rules: 0.8–5 n iterations measured to convergence
+#: (and the cap, 10 n + 1000, on two moons at γ_A = 1e-6); this many per point is predicted.
+ITERATIONS_PER_POINT = 3
+#: Seconds of an iteration beyond its K and L products (line search, objective, vector
+#: updates, history): ``VECTOR_SECONDS + VECTOR_SECONDS_PER_POINT·n``, ~5e-5 s measured at
+#: n = 550–1,800 on this 2-core machine.
+VECTOR_SECONDS = 3e-5
+VECTOR_SECONDS_PER_POINT = 1.5e-8
 
 
 class PCG(Solver):
@@ -83,6 +99,26 @@ class PCG(Solver):
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]
         return 5e-3 + 60 * 1.5e-9 * n**2  # ~60 iterations of one dense K product
+
+    def instance_time(self, problem) -> tuple[float, str] | None:
+        """Iterations from the conditioning of the preconditioned Hessian
+        (``problem.conditioning``: λ_max and the bottom of its spectrum by Lanczos), each at
+        the measured cost of its K and L products plus its vector work:
+        ``min(ITERATIONS_PER_ROOT·√κ + 10, ITERATIONS_PER_POINT·n)`` iterations. None for a
+        kernel operator, whose products may cost seconds (its ``product_seconds`` and the cost
+        model decide there)."""
+        if problem.kernel_is_operator:
+            return None
+        found = problem.conditioning
+        if not (found.largest > 0 and math.isfinite(found.condition)):
+            return None
+        n = problem.n
+        iterations = min(ITERATIONS_PER_ROOT * math.sqrt(found.condition) + 10,
+                         ITERATIONS_PER_POINT * n, 10 * n + 1000)
+        per_iteration = found.seconds_per_step + VECTOR_SECONDS + VECTOR_SECONDS_PER_POINT * n
+        return (iterations + 3) * per_iteration, (
+            f"~{iterations:.0f} iterations × {1e3 * per_iteration:.3g} ms, measured on this "
+            f"instance: {found.describe()}")
 
     def predicted_memory(self, problem) -> float:
         """``PRODUCT_SOLVER_VECTORS`` n-vectors (iterates, products, temporaries) plus what one

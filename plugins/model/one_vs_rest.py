@@ -101,8 +101,15 @@ class OneVsRestSolver(Solver):
         if len(options) != problem.c:
             raise InvalidInputError(f"class_options must hold one dict per class ({problem.c}),"
                                     f" got {len(options)}.")
-        names = [select(p, class_solver, options=o).solver if class_solver in BACKENDS
-                 else class_solver for p, o in zip(problem.columns, options, strict=True)]
+        if class_solver not in BACKENDS:
+            names = [class_solver] * problem.c
+        elif all(o == options[0] for o in options):
+            # The classes differ in their labels only, which no prediction reads (sizes,
+            # conditioning): one selection, one conditioning probe, serves them all.
+            names = [select(problem.first, class_solver, options=options[0]).solver] * problem.c
+        else:
+            names = [select(p, class_solver, options=o).solver
+                     for p, o in zip(problem.columns, options, strict=True)]
         solvers = [registry.get_solver(n) for n in names]
         starts = _starts(problem, warm_start)
         shared = starts is None and shared_start and _shared_start_applies(problem, solvers,

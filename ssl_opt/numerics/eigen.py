@@ -1,11 +1,19 @@
 """Extreme eigenvalues of symmetric matrices and operators: LAPACK on small dense matrices,
 Lanczos (ARPACK) above, with the shift that makes the smallest eigenvalue of a PSD kernel
-cheap (used by NPKL's certificate and the :class:`~ssl_opt.modeling.terms.PSD` constraint)."""
+cheap (used by NPKL's certificate and the :class:`~ssl_opt.modeling.terms.PSD` constraint),
+and Lanczos in a metric ``⟨u, v⟩_M`` for the spectrum of a preconditioned operator (selection's
+conditioning probes)."""
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 import scipy.sparse as sp
+from scipy.linalg import eigvalsh_tridiagonal
 from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, aslinearoperator, eigsh
 
 #: Up to this size eigenvalues come from a dense decomposition, above it from Lanczos.
@@ -55,3 +63,65 @@ def extreme_eigenvalues(A, dense_max: int = DENSE_EIG_MAX) -> tuple[float, float
         w = np.linalg.eigvalsh(0.5 * (dense + dense.T))
         return float(w[0]), float(w[-1])
     return lanczos(A, "SA"), lanczos(A, "LA")
+
+
+@dataclass(frozen=True)
+class RitzTrace:
+    """What ``steps`` Lanczos steps saw: the largest Ritz value at the end, the smallest after
+    each checkpoint step, and the wall seconds of one step (one ``operator`` call and one
+    ``metric`` product; the median step, as the first ones pay for warming caches and thread
+    pools)."""
+
+    steps: int
+    largest: float
+    smallest: dict[int, float]
+    seconds_per_step: float
+
+
+def metric_lanczos(operator: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                   metric: Callable[[np.ndarray], np.ndarray], start: np.ndarray, steps: int,
+                   checkpoints: tuple[int, ...] = ()) -> RitzTrace:
+    """Lanczos for an ``A`` self-adjoint in the inner product ``⟨u, v⟩_M = uᵀMv`` (M PSD).
+
+    ``operator(q, Mq)`` returns ``A q`` given ``M q``, so A's own use of M (e.g.
+    ``A = (D + γ_I L)K + γ_A I`` in ``M = K``) and the inner product share one product:
+    a step costs one ``operator`` call and one ``metric`` product (the new vector's ``M r``
+    becomes the next ``M q``). Without reorthogonalization: the extreme Ritz values, which
+    converge first, are what is read. Stops early at an invariant subspace (``⟨r, r⟩_M`` at
+    round-off)."""
+    q = np.asarray(start, dtype=np.float64).copy()
+    Mq = metric(q)
+    norm = math.sqrt(max(float(q @ Mq), 0.0))
+    if not norm > 0:
+        return RitzTrace(0, math.nan, {}, math.nan)
+    q, Mq = q / norm, Mq / norm
+    previous, beta = np.zeros_like(q), 0.0
+    alphas: list[float] = []
+    betas: list[float] = []
+    smallest: dict[int, float] = {}
+    seconds = []
+    for _ in range(steps):
+        began = time.perf_counter()
+        Aq = operator(q, Mq)
+        alpha = float(Aq @ Mq)
+        alphas.append(alpha)
+        if len(alphas) in checkpoints:
+            smallest[len(alphas)] = float(_ritz(alphas, betas)[0])
+        r = Aq - alpha * q - beta * previous
+        Mr = metric(r)
+        seconds.append(time.perf_counter() - began)
+        squared = float(r @ Mr)
+        if not squared > 1e-24 * max(alpha * alpha, 1e-300):
+            break
+        beta = math.sqrt(squared)
+        betas.append(beta)
+        previous, q, Mq = q, r / beta, Mr / beta
+    ritz = _ritz(alphas, betas)
+    smallest[len(alphas)] = float(ritz[0])
+    return RitzTrace(len(alphas), float(ritz[-1]), smallest, float(np.median(seconds)))
+
+
+def _ritz(alphas: list[float], betas: list[float]) -> np.ndarray:
+    """Eigenvalues (ascending) of the Lanczos tridiagonal."""
+    m = len(alphas)
+    return eigvalsh_tridiagonal(np.asarray(alphas), np.asarray(betas[: m - 1]))

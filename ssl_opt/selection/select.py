@@ -12,15 +12,22 @@ products-only operator adds the 8n² of a dense copy (and the time to form it) t
 that read K dense, and predicts O(n) vectors and the operator's own product time for those
 that need only products (PCG). The notes are shown in the prediction and in the reason of the
 choice.
+
+A solver that can predict itself from measurements on the instance (``Solver.instance_time``:
+PCG from the conditioning of its preconditioned Hessian and its timed products) overrides the
+cost model, which knows the size only; ``Selection.explain()`` says what was measured and what
+choosing cost.
 """
 
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 
 from ssl_opt import registry
+from ssl_opt._validation import check_bool
 from ssl_opt.exceptions import InsufficientMemoryError, InvalidInputError, UnsupportedProblemError
 from ssl_opt.optional import missing_reasons
 from ssl_opt.problems.base import Problem
@@ -49,7 +56,9 @@ class Prediction:
 
     seconds: float
     memory: float
-    source: str  # "calibrated", "shipped", "analytic" or "none", with the model's key if borrowed
+    #: "instance" (measured on this problem: ``Solver.instance_time``), "calibrated",
+    #: "shipped", "analytic" or "none"; a borrowed model adds its key.
+    source: str
     size: float = math.nan
     extrapolated: bool = False
     #: Why the problem corrected the model's memory (``problem.memory_for``), else "".
@@ -66,6 +75,9 @@ class Selection:
     predictions: dict[str, Prediction] = field(default_factory=dict)
     unsupported: dict[str, list[str]] = field(default_factory=dict)
     memory_limit: float = math.inf
+    #: Wall seconds the choice took: the predictions, with the measurements they made on the
+    #: instance (``Solver.instance_time``: conditioning probes, timed products).
+    seconds: float = 0.0
 
     @property
     def predicted_time(self) -> dict[str, float]:
@@ -86,14 +98,29 @@ class Selection:
                          f"({p.source}{extra})")
         return "\n".join(lines)
 
+    def explain(self) -> str:
+        """The choice and its reason, every candidate's prediction with what was measured on
+        the instance or which model it came from, what choosing cost, and why the other
+        registered solvers do not apply."""
+        lines = [f"chose {self.solver} ({self.backend}): {self.reason}",
+                 f"choosing took {_seconds(self.seconds)} (predictions and measurements on "
+                 "this instance)", "predicted time, peak memory and source, fastest first:",
+                 self.table()]
+        if self.unsupported:
+            lines.append("not applicable:")
+            lines += [f"  {name}: {'; '.join(reasons)}"
+                      for name, reasons in sorted(self.unsupported.items())]
+        return "\n".join(lines)
+
     def __str__(self) -> str:
         times = ", ".join(f"{k} ~{_seconds(v)}" for k, v in sorted(self.predicted_time.items()))
         return f"{self.solver} ({self.backend}): {self.reason} [predicted: {times}]"
 
 
-def predict(solver, problem: Problem) -> Prediction:
-    """The cost-model prediction of ``solver`` on ``problem`` (see the module docstring); a
-    model that lowers to one of the solver's problem types is predicted as that problem."""
+def predict(solver, problem: Problem, measure: bool = True) -> Prediction:
+    """The prediction of ``solver`` on ``problem`` (see the module docstring): measured on the
+    instance where the solver can (``measure``) and the cost model elsewhere; a model that
+    lowers to one of the solver's problem types is predicted as that problem."""
     lowering = solver.lowering_for(problem)
     if lowering is not None:
         problem = lowering.problem
@@ -109,6 +136,12 @@ def predict(solver, problem: Problem) -> Prediction:
         seconds, note = time_for(solver, prediction.seconds)
         if note:
             prediction, notes = replace(prediction, seconds=float(seconds)), notes + [note]
+    measured = solver.instance_time(problem) if measure else None
+    if measured is not None:
+        seconds, note = measured
+        prediction = replace(prediction, seconds=float(seconds), source="instance",
+                             extrapolated=False)
+        notes.append(note)
     return replace(prediction, note="; ".join(notes)) if notes else prediction
 
 
@@ -143,7 +176,8 @@ def _model_prediction(solver, problem: Problem) -> Prediction:
 
 
 def select(problem: Problem, backend: str = "auto", time_budget: float | None = None,
-           memory_budget: float | None = None, options: Iterable[str] = ()) -> Selection:
+           memory_budget: float | None = None, options: Iterable[str] = (),
+           measure: bool = True) -> Selection:
     """Choose a solver for ``problem`` and say why.
 
     * ``"reference"`` / ``"fast"``: the applicable solver of that backend with the smallest
@@ -159,7 +193,9 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
     ``memory_budget`` (bytes, default: the memory the OS reports available) excludes solvers
     predicted to need more; when none is left, :class:`InsufficientMemoryError` explains.
     ``options`` (names, e.g. the keywords given to :func:`~ssl_opt.solve`) excludes solvers
-    that do not take every one of them (``early_stopping`` leaves PCG).
+    that do not take every one of them (``early_stopping`` leaves PCG). ``measure=False``
+    skips the measurements on the instance (``Solver.instance_time``, e.g. PCG's conditioning
+    probe, a few dozen products): the cost models alone decide, from the sizes.
     """
     if backend not in BACKENDS:
         raise InvalidInputError(f"backend must be one of {BACKENDS}, got {backend!r}.")
@@ -188,7 +224,10 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
                    for name, s in table.items()}
     ok = {name: table[name] for name, reasons in unsupported.items() if not reasons}
     unsupported = {name: reasons for name, reasons in unsupported.items() if reasons}
-    predictions = {name: predict(s, problem) for name, s in ok.items()}
+    began = time.perf_counter()
+    check_bool(measure, "measure")
+    predictions = {name: predict(s, problem, measure) for name, s in ok.items()}
+    choosing = time.perf_counter() - began
     limit = float(memory_budget) if memory_budget is not None else available_memory()
     fits = {n for n, p in predictions.items() if not p.memory > limit}
 
@@ -208,7 +247,8 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
             reason += (f"; this model is exactly a {type(lowering.problem).__name__}, solved "
                        f"by that family's solver {name!r}")
         reason += _memory_reasons(name, predictions, fits, limit)
-        return Selection(name, table[name].backend, reason, predictions, unsupported, limit)
+        return Selection(name, table[name].backend, reason, predictions, unsupported, limit,
+                         choosing)
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}
     if not any(ok[n].backend in wanted[backend] for n in ok):
@@ -277,7 +317,8 @@ def _memory_reasons(name, predictions, fits, limit) -> str:
     out for being predicted over ``limit`` (each with its note)."""
     out = ""
     if predictions[name].note:
-        out += f"; {name} ~{_bytes(predictions[name].memory)}: {predictions[name].note}"
+        chosen = predictions[name]
+        out += f"; {name} (~{_seconds(chosen.seconds)}, ~{_bytes(chosen.memory)}): {chosen.note}"
     over = [n for n in sorted(predictions) if n not in fits]
     if over:
         out += f"; predicted over the memory limit {_bytes(limit)}: " + ", ".join(

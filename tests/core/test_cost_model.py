@@ -16,8 +16,20 @@ from ssl_opt.exceptions import InsufficientMemoryError, InvalidInputError
 from ssl_opt.problems import LapRLS
 from ssl_opt.problems.lass.examples import _moons_at as lass_moons
 from ssl_opt.selection import model_store
+from ssl_opt.selection import select as selection
 from ssl_opt.selection.cost_model import CostModel, PowerLaw
-from ssl_opt.selection.select import REFERENCE_PREFERENCE, predict, select
+from ssl_opt.selection.select import REFERENCE_PREFERENCE
+
+
+# These tests check the rule on the models they write: no solver measures the instance here
+# (PCG's conditioning probe would override its model; tests/core/test_instance_selection.py
+# checks that).
+def select(problem, *args, **kwargs):
+    return selection.select(problem, *args, measure=False, **kwargs)
+
+
+def predict(solver, problem):
+    return selection.predict(solver, problem, measure=False)
 
 # ----------------------------------------------------------------------------- fits
 

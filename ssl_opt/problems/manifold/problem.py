@@ -46,6 +46,7 @@ from ssl_opt.modeling.expressions import Variable, matmul
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import GraphQuadratic, MarginLossTerm, RKHSNorm
 from ssl_opt.problems.base import Structure
+from ssl_opt.problems.manifold.conditioning import Conditioning, preconditioned_spectrum
 
 #: Density above which a sparse Laplacian is stored dense (measured crossover of matvec cost).
 DENSE_L_FILL = 0.25
@@ -339,6 +340,13 @@ class LapSVM(Model):
         (the test then scales by ``‖d‖‖Kd‖`` only)."""
         k_scale = _operator_scale(self.K) if self.kernel_is_operator else _abs_max(self.K)
         return k_scale, _abs_max(self.L)
+
+    @cached_property
+    def conditioning(self) -> Conditioning:
+        """The spectrum PCG's preconditioned Hessian spans, by a few Lanczos steps (one K and
+        one L product each; :mod:`~ssl_opt.problems.manifold.conditioning`): selection predicts
+        PCG's iterations from it. Measured once per problem."""
+        return preconditioned_spectrum(self)
 
     @cached_property
     def gradient_scale(self) -> float:
