@@ -75,8 +75,9 @@ class Selection:
     predictions: dict[str, Prediction] = field(default_factory=dict)
     unsupported: dict[str, list[str]] = field(default_factory=dict)
     memory_limit: float = math.inf
-    #: Wall seconds the choice took: the predictions, with the measurements they made on the
-    #: instance (``Solver.instance_time``: conditioning probes, timed products).
+    #: Wall seconds the choice took: the capability checks and the predictions, with the
+    #: measurements they made on the instance (``Solver.instance_time``: conditioning probes,
+    #: timed products).
     seconds: float = 0.0
 
     @property
@@ -195,8 +196,9 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
     ``options`` (names, e.g. the keywords given to :func:`~ssl_opt.solve`) excludes solvers
     that do not take every one of them (``early_stopping`` leaves PCG). ``measure=False``
     skips the measurements on the instance (``Solver.instance_time``, e.g. PCG's conditioning
-    probe, a few dozen products): the cost models alone decide, from the sizes.
+    probe, about ten products): the cost models alone decide, from the sizes.
     """
+    began = time.perf_counter()
     if backend not in BACKENDS:
         raise InvalidInputError(f"backend must be one of {BACKENDS}, got {backend!r}.")
     if not isinstance(problem, Problem):
@@ -208,6 +210,7 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
         if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
                                   or not value > 0):
             raise InvalidInputError(f"{name} must be a positive number or None, got {value!r}.")
+    check_bool(measure, "measure")
     table = registry.solvers()
     if not table:
         raise UnsupportedProblemError(
@@ -224,10 +227,7 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
                    for name, s in table.items()}
     ok = {name: table[name] for name, reasons in unsupported.items() if not reasons}
     unsupported = {name: reasons for name, reasons in unsupported.items() if reasons}
-    began = time.perf_counter()
-    check_bool(measure, "measure")
     predictions = {name: predict(s, problem, measure) for name, s in ok.items()}
-    choosing = time.perf_counter() - began
     limit = float(memory_budget) if memory_budget is not None else available_memory()
     fits = {n for n, p in predictions.items() if not p.memory > limit}
 
@@ -248,7 +248,7 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
                        f"by that family's solver {name!r}")
         reason += _memory_reasons(name, predictions, fits, limit)
         return Selection(name, table[name].backend, reason, predictions, unsupported, limit,
-                         choosing)
+                         time.perf_counter() - began)
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}
     if not any(ok[n].backend in wanted[backend] for n in ok):
