@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 
+import numpy as np
 from sklearn.exceptions import ConvergenceWarning
 
 from ssl_opt._validation import check_int, check_positive
@@ -37,9 +38,10 @@ ITERATION_DOC = """    max_iter : int >= 1 or None
     tol : float > 0 or None
         Stopping tolerance of the solver's ``tol`` option (None: the solver's default), passed
         on as ``max_iter`` is.
-    verbose : int >= 0
-        0: silent. 1: a progress counter of the solver's iterations on stderr and one line per
-        solve (status, iterations, seconds). 2: also each inner solve and each iteration's
+    verbose : int >= 0 or bool
+        0 (or False): silent. 1 (or True, as scikit-learn's estimators take it): a progress
+        counter of the solver's iterations on stderr and one line per solve (status,
+        iterations, seconds). 2: also each inner solve and each iteration's
         recorded row.
 """
 
@@ -51,7 +53,8 @@ def check_iteration_params(estimator) -> None:
         check_int(estimator.max_iter, "max_iter", 1)
     if estimator.tol is not None:
         check_positive(estimator.tol, "tol")
-    check_int(estimator.verbose, "verbose", 0)
+    if not isinstance(estimator.verbose, (bool, np.bool_)):  # True is 1, False 0
+        check_int(estimator.verbose, "verbose", 0)
     given = getattr(estimator, "solver_options", None) or {}
     for name, value in iteration_settings(estimator).items():
         if name in given and given[name] != value:

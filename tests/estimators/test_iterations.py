@@ -133,6 +133,17 @@ def test_verbose_reports_each_solve_and_zero_is_silent(capfd):
     assert len(rows) == len(est.solution_.history)
 
 
+def test_verbose_true_is_one_and_false_is_silent(capfd):
+    X, y = _moons()
+    LapSVC(verbose=False).fit(X, y)
+    assert capfd.readouterr().err == ""
+    est = LapSVC(verbose=True).fit(X, y)
+    err = capfd.readouterr().err
+    assert f"[LapSVC] {est.solution_.solver}: optimal after {est.n_iter_} iterations" in err
+    assert not [line for line in err.splitlines()  # no per-iteration rows: that is verbose=2
+                if line.startswith(f"[LapSVC] {est.solution_.solver}  iteration")]
+
+
 def test_verbose_two_shows_the_classes_of_a_one_vs_rest_solve(capfd):
     X, y = _blobs()
     est = LapSVC(verbose=2).fit(X, y)
