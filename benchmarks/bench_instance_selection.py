@@ -110,12 +110,21 @@ def _runs(problem) -> dict[str, tuple[str, dict]]:
     return {s: (s, {}) for s in BINARY if get(s).supports(problem)}
 
 
-def _predicted(problem, label, solver, options) -> float:
-    if solver == "one-vs-rest":
-        first = ssl_opt.select(problem.first).predictions.get(options["class_solver"])
-        return np.nan if first is None else problem.c * first.seconds
-    found = ssl_opt.select(problem).predictions.get(solver)
-    return np.nan if found is None else found.seconds
+def _predicted(problem, runs) -> dict[str, float]:
+    """Each forced run's predicted seconds, from one selection of the problem (and one of its
+    first class for the one-vs-rest runs: c times the class solver's prediction)."""
+    whole = ssl_opt.select(problem).predictions
+    per_class = (ssl_opt.select(problem.first).predictions
+                 if isinstance(problem, OneVsRest) else {})
+    out = {}
+    for key, (solver, options) in runs.items():
+        if solver == "one-vs-rest":
+            found = per_class.get(options["class_solver"])
+            out[key] = np.nan if found is None else problem.c * found.seconds
+        else:
+            found = whole.get(solver)
+            out[key] = np.nan if found is None else found.seconds
+    return out
 
 
 def _auto(problem):
@@ -145,7 +154,7 @@ def main() -> None:
         pick = ssl_opt.select(problem).solver
         if pick != "one-vs-rest":  # (one-vs-rest with every class solver is forced already)
             runs.setdefault(pick, (pick, {}))  # auto's pick is always among the forced runs
-        predicted = {k: _predicted(problem, k, *v) for k, v in runs.items()}
+        predicted = _predicted(problem, runs)
         best = {k: np.inf for k in runs}
         results, auto_best, auto_pick, choosing = {}, np.inf, "", np.nan
         for round_ in range(args.repeat):

@@ -51,7 +51,8 @@ POWELL = 0.2
 #: is their geometric middle.
 ITERATIONS_PER_ROOT = 2.5
 #: Where √κ is beyond n, finite precision rules: 0.8–5 n iterations measured to convergence
-#: (and the cap, 10 n + 1000, on two moons at γ_A = 1e-6); this many per point is predicted.
+#: (and the cap, 10 n + 1000, on two moons at γ_A = 1e-6); this many per point is predicted,
+#: below that cap.
 ITERATIONS_PER_POINT = 3
 #: Seconds of an iteration beyond its K and L products (line search, objective, vector
 #: updates, history): ``VECTOR_SECONDS + VECTOR_SECONDS_PER_POINT·n``, ~5e-5 s measured at
@@ -114,8 +115,9 @@ class PCG(Solver):
             return None
         n = problem.n
         iterations = min(ITERATIONS_PER_ROOT * math.sqrt(found.condition) + 10,
-                         ITERATIONS_PER_POINT * n, 10 * n + 1000)
+                         ITERATIONS_PER_POINT * n)
         per_iteration = found.seconds_per_step + VECTOR_SECONDS + VECTOR_SECONDS_PER_POINT * n
+        # + 3: the start's products (Kα, Kv, the gradient scale)
         return (iterations + 3) * per_iteration, (
             f"~{iterations:.0f} iterations × {1e3 * per_iteration:.3g} ms, measured on this "
             f"instance: {found.describe()}")

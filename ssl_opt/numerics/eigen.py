@@ -67,20 +67,19 @@ def extreme_eigenvalues(A, dense_max: int = DENSE_EIG_MAX) -> tuple[float, float
 
 @dataclass(frozen=True)
 class RitzTrace:
-    """What ``steps`` Lanczos steps saw: the largest Ritz value at the end, the smallest after
-    each checkpoint step, and the wall seconds of one step (one ``operator`` call and one
-    ``metric`` product; the median step, as the first ones pay for warming caches and thread
-    pools)."""
+    """What ``steps`` Lanczos steps saw: the largest and smallest Ritz values, and the wall
+    seconds of one step (one ``operator`` call and one ``metric`` product; the median step, as
+    the first ones pay for warming caches and thread pools)."""
 
     steps: int
     largest: float
-    smallest: dict[int, float]
+    smallest: float
     seconds_per_step: float
 
 
 def metric_lanczos(operator: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                   metric: Callable[[np.ndarray], np.ndarray], start: np.ndarray, steps: int,
-                   checkpoints: tuple[int, ...] = ()) -> RitzTrace:
+                   metric: Callable[[np.ndarray], np.ndarray], start: np.ndarray,
+                   steps: int) -> RitzTrace:
     """Lanczos for an ``A`` self-adjoint in the inner product ``⟨u, v⟩_M = uᵀMv`` (M PSD).
 
     ``operator(q, Mq)`` returns ``A q`` given ``M q``, so A's own use of M (e.g.
@@ -93,20 +92,17 @@ def metric_lanczos(operator: Callable[[np.ndarray, np.ndarray], np.ndarray],
     Mq = metric(q)
     norm = math.sqrt(max(float(q @ Mq), 0.0))
     if not norm > 0:
-        return RitzTrace(0, math.nan, {}, math.nan)
+        return RitzTrace(0, math.nan, math.nan, math.nan)
     q, Mq = q / norm, Mq / norm
     previous, beta = np.zeros_like(q), 0.0
     alphas: list[float] = []
     betas: list[float] = []
-    smallest: dict[int, float] = {}
     seconds = []
     for _ in range(steps):
         began = time.perf_counter()
         Aq = operator(q, Mq)
         alpha = float(Aq @ Mq)
         alphas.append(alpha)
-        if len(alphas) in checkpoints:
-            smallest[len(alphas)] = float(_ritz(alphas, betas)[0])
         r = Aq - alpha * q - beta * previous
         Mr = metric(r)
         seconds.append(time.perf_counter() - began)
@@ -117,8 +113,7 @@ def metric_lanczos(operator: Callable[[np.ndarray, np.ndarray], np.ndarray],
         betas.append(beta)
         previous, q, Mq = q, r / beta, Mr / beta
     ritz = _ritz(alphas, betas)
-    smallest[len(alphas)] = float(ritz[0])
-    return RitzTrace(len(alphas), float(ritz[-1]), smallest, float(np.median(seconds)))
+    return RitzTrace(len(alphas), float(ritz[-1]), float(ritz[0]), float(np.median(seconds)))
 
 
 def _ritz(alphas: list[float], betas: list[float]) -> np.ndarray:
