@@ -155,6 +155,8 @@ def main() -> None:
         if pick != "one-vs-rest":  # (one-vs-rest with every class solver is forced already)
             runs.setdefault(pick, (pick, {}))  # auto's pick is always among the forced runs
         predicted = _predicted(problem, runs)
+        first = problem.first if isinstance(problem, OneVsRest) else problem
+        root_kappa = np.sqrt(first.conditioning.condition)  # PCG's probe (cached by select)
         best = {k: np.inf for k in runs}
         results, auto_best, auto_pick, choosing = {}, np.inf, "", np.nan
         for round_ in range(args.repeat):
@@ -190,7 +192,9 @@ def main() -> None:
                          "measured": best[key] if ran else np.nan,
                          "status": results[key].status if ran else "skipped (predicted "
                          f"> {SKIP_SECONDS:g} s)",
-                         "certified": key in certified, "auto": auto_pick})
+                         "certified": key in certified, "auto": auto_pick,
+                         "iterations": results[key].iterations if ran else np.nan,
+                         "sqrt_kappa": root_kappa})
         print(" | ".join(summary[-1]), flush=True)
     print()
     print(text_table(summary, ["instance", "auto's pick", "auto s", "fastest certified", "s",
@@ -209,6 +213,18 @@ def main() -> None:
     if misses:
         print(text_table(misses, ["instance", "run", "predicted s", "measured s",
                                   "predicted/measured"]))
+    pcg = [r for r in rows if r["run"] == "pcg" and r["status"] == "optimal"]
+    n_of = {r["instance"]: 3 * (1797 if "digits" in r["instance"] else 2000 if "moons" in
+                                r["instance"] else 569 if "cancer" in r["instance"] else 550)
+            for r in pcg}
+    per_root = np.array([(r["iterations"] - 10) / r["sqrt_kappa"] for r in pcg
+                         if 2.5 * r["sqrt_kappa"] + 10 < n_of[r["instance"]]
+                         and r["iterations"] > 10])
+    if per_root.size:
+        print(f"binary PCG to optimal: {len(pcg)} runs, {min(r['iterations'] for r in pcg)}"
+              f"-{max(r['iterations'] for r in pcg)} iterations; where its bound is below 3n, "
+              f"{per_root.min():.2f}-{per_root.max():.2f} iterations per root of kappa "
+              f"(geometric mean {np.exp(np.mean(np.log(per_root))):.2f}, {per_root.size} runs)")
     if args.csv:
         with open(args.csv, "w", newline="") as handle:
             writer = csv.DictWriter(handle, fieldnames=list(rows[0]))

@@ -46,13 +46,13 @@ POWELL = 0.2
 
 
 #: PCG's iterations per √κ of its preconditioned Hessian (``problem.conditioning``), to the
-#: default tolerance: 0.9–5.4 measured on digits, breast cancer, two moons and g50c-like data
-#: at γ_A = 1e-4..1, γ_I = 0.01..1 (benchmarks/bench_instance_selection.py's instances); this
-#: is their geometric middle.
+#: default tolerance: 0.34–6.5, geometric mean 1.8, on the binary instances of
+#: benchmarks/bench_instance_selection.py below the 3n cap (digits, breast cancer, two moons,
+#: g50c-like data, γ_A = 1e-6..1, γ_I = 0.01..1). Set above the mean: a PCG picked on too low
+#: a count runs long, a factorization's time does not move.
 ITERATIONS_PER_ROOT = 2.5
-#: Where √κ is beyond n, finite precision rules: 0.8–5 n iterations measured to convergence
-#: (and the cap, 10 n + 1000, on two moons at γ_A = 1e-6); this many per point is predicted,
-#: below that cap.
+#: Where √κ is beyond n, finite precision rules: 0.15–3.4 n iterations measured there (same
+#: benchmark); this many per point is predicted, below PCG's own cap of 10 n + 1000.
 ITERATIONS_PER_POINT = 3
 #: Seconds of an iteration beyond its K and L products (line search, objective, vector
 #: updates, history): ``VECTOR_SECONDS + VECTOR_SECONDS_PER_POINT·n``, ~5e-5 s measured at
