@@ -24,7 +24,12 @@ import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.operators._cluster import resolve_client, sync_seconds
-from ssl_opt.operators.kernel import DEFAULT_BUDGET, ENTRY_SECONDS, KernelOperator
+from ssl_opt.operators.kernel import (
+    DEFAULT_BUDGET,
+    ENTRY_SECONDS,
+    ENTRY_SECONDS_PER_DIMENSION,
+    KernelOperator,
+)
 
 
 def _worker_operator(X, kind, dtype, threads, memory_budget, params) -> KernelOperator:
@@ -89,11 +94,13 @@ class DaskKernelOperator(KernelOperator):
         """Seconds of one synchronization with the cluster (measured once)."""
         return sync_seconds(self._client)
 
-    def product_seconds(self, columns: int = 1) -> float:
+    def product_seconds(self, columns: int = 1, measure: bool = False) -> float:
         """Predicted seconds of ``K @ V``: the n² kernel entries over the cluster's threads
-        plus one synchronization."""
+        plus one synchronization. Always the model (``measure`` is accepted and ignored: a
+        sample timed here would time this process's threads, not the workers')."""
         n, d = self.shape[0], self.X.shape[1]
-        per_entry = ENTRY_SECONDS[self.block_dtype.name] + 2e-11 * d + 5e-11 * (columns - 1)
+        per_entry = (ENTRY_SECONDS[self.block_dtype.name] + ENTRY_SECONDS_PER_DIMENSION * d
+                     + 5e-11 * (columns - 1))
         return n * n * per_entry / self.worker_threads + self.sync_seconds
 
     @property

@@ -24,7 +24,9 @@ labeled columns of a hinge-loss certificate), ``rows(idx)``, and ``to_dense()`` 
 
 from __future__ import annotations
 
+import math
 import os
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -39,8 +41,15 @@ from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_argument
 DEFAULT_BUDGET = 256 * 2**20
 #: The tiles a product computes at a time: TILE_ROWS rows and about TILE_BYTES of kernel.
 TILE_ROWS, TILE_BYTES = 128, 2 * 2**20
-#: Seconds per kernel entry and thread of a product (RBF, tiles in cache), by precision.
-ENTRY_SECONDS = {"float64": 2.8e-9, "float32": 1.6e-9}
+#: Seconds per kernel entry and thread of a product (RBF, tiles in cache), by precision, and
+#: per entry and dimension for the GEMM (benchmarks/bench_operator_product.py).
+ENTRY_SECONDS = {"float64": 3.0e-9, "float32": 2.1e-9}
+ENTRY_SECONDS_PER_DIMENSION = 3e-11
+#: Seconds a product pays once: its worker threads' start and the BLAS thread limits.
+PRODUCT_START_SECONDS = 2e-3
+#: A timed product (``timed_product_seconds``): tiles of rows per thread, and samples (the
+#: fastest is kept).
+SAMPLE_TILES, SAMPLE_REPEATS = 2, 3
 
 
 class KernelOperator(SymmetricOperator):
@@ -85,6 +94,7 @@ class KernelOperator(SymmetricOperator):
             self._inv_var = dtype.type(1.0 / var)
             self._half = (self._norms / (2.0 * var)).astype(dtype)
         self.products = 0  # columns multiplied so far (instrumentation)
+        self._timed: dict[int, float] = {}  # timed_product_seconds by columns
         super().__init__(dtype=np.float64, shape=(n, n))
 
     # ------------------------------------------------------------------ blocks
@@ -135,24 +145,35 @@ class KernelOperator(SymmetricOperator):
         chunks = [slice(j, min(j + width, n)) for j in range(0, n, width)]
 
         def work(block: slice) -> None:
-            acc = np.zeros((block.stop - block.start, V.shape[1]), dtype=np.float64)
-            for first in range(block.start, block.stop, TILE_ROWS):
-                sub = slice(first, min(first + TILE_ROWS, block.stop))
-                local = np.zeros((sub.stop - sub.start, V.shape[1]), dtype=self.block_dtype)
-                for cols in chunks:
-                    local += self._block(sub, cols) @ Vb[cols]
-                acc[sub.start - block.start:sub.stop - block.start] = local
-            out[block.start - start:block.stop - start] = acc
+            tiles = [slice(first, min(first + TILE_ROWS, block.stop))
+                     for first in range(block.start, block.stop, TILE_ROWS)]
+            out[block.start - start:block.stop - start] = self._tiles_product(tiles, Vb, chunks)
 
         blocks = [slice(i, min(i + self.block_rows, stop))
                   for i in range(start, stop, self.block_rows)]
-        if self.threads == 1 or len(blocks) == 1:
-            for block in blocks:
-                work(block)
+        self._in_workers(work, blocks)
+        return out
+
+    def _tiles_product(self, tiles, Vb: np.ndarray, chunks) -> np.ndarray:
+        """``K[tile, :] @ V`` for each row selector in ``tiles`` (slices or index arrays of at
+        most ``TILE_ROWS`` rows), stacked, float64; K recomputed over the column ``chunks``."""
+        parts = []
+        for tile in tiles:
+            rows = tile.stop - tile.start if isinstance(tile, slice) else len(tile)
+            local = np.zeros((rows, Vb.shape[1]), dtype=self.block_dtype)
+            for cols in chunks:
+                local += self._block(tile, cols) @ Vb[cols]
+            parts.append(local.astype(np.float64))
+        return np.vstack(parts) if parts else np.zeros((0, Vb.shape[1]))
+
+    def _in_workers(self, work, items) -> None:
+        """``work(item)`` for every item, over this operator's threads."""
+        if self.threads == 1 or len(items) == 1:
+            for item in items:
+                work(item)
         else:  # one BLAS thread per worker: the workers are the parallelism
             with threadpool_limits(1, user_api="blas"), ThreadPoolExecutor(self.threads) as pool:
-                list(pool.map(work, blocks))
-        return out
+                list(pool.map(work, items))
 
     # ------------------------------------------------------------------ what solvers ask for
     def diagonal(self) -> np.ndarray:
@@ -166,14 +187,67 @@ class KernelOperator(SymmetricOperator):
                           for rows in self._blocks()]) if idx.size else np.zeros(
             (self.shape[0], 0))
 
-    def product_seconds(self, columns: int = 1) -> float:
-        """Predicted seconds of ``K @ V`` with ``columns`` columns: ``n²`` kernel entries
-        (``ENTRY_SECONDS`` per entry and thread, by precision, measured on this 2-core machine
-        at n = 10,000-20,000, d = 2-10) plus the GEMM's ``2d`` flops per entry, over the
-        threads; each extra column adds a multiply-add per entry."""
+    def product_seconds(self, columns: int = 1, measure: bool = False) -> float:
+        """Seconds of ``K @ V`` with ``columns`` columns.
+
+        ``measure=True``: timed on this instance, on this machine under its current load
+        (:meth:`timed_product_seconds`, cached). Otherwise predicted from the sizes: ``n²``
+        kernel entries at ``ENTRY_SECONDS`` per entry and thread (by precision, measured on
+        this 2-core machine at n = 5,000-20,000, d = 2-50) plus
+        ``ENTRY_SECONDS_PER_DIMENSION·d`` for the GEMM, over the threads; each extra column
+        adds a multiply-add per entry; ``PRODUCT_START_SECONDS`` once. The model cannot see
+        what the data do to the kernel's cost: an RBF whose σ is small against the distances
+        takes ``exp``'s slow path for large negative arguments (float64 up to 3.1× slower at
+        σ = a thirtieth of the median distance; ``benchmarks/bench_operator_product.py``)."""
+        if measure:
+            return self.timed_product_seconds(columns)
         n, d = self.shape[0], self.X.shape[1]
-        per_entry = ENTRY_SECONDS[self.block_dtype.name] + 2e-11 * d + 5e-11 * (columns - 1)
-        return n * n * per_entry / self.threads
+        per_entry = (ENTRY_SECONDS[self.block_dtype.name] + ENTRY_SECONDS_PER_DIMENSION * d
+                     + 5e-11 * (columns - 1))
+        return n * n * per_entry / self.threads + (PRODUCT_START_SECONDS if self.threads > 1
+                                                    else 0.0)
+
+    def timed_product_seconds(self, columns: int = 1) -> float:
+        """Seconds of ``K @ V`` (``columns`` columns), timed: ``SAMPLE_TILES`` tiles of evenly
+        spaced rows per thread, each row against all n columns through the product's own
+        tiles and threads, scaled by n over the rows timed; the fastest of ``SAMPLE_REPEATS``
+        samples; the thread pool's start counted once, as in a product. Within 0.78-1.41× of
+        the product on 108 of 108 samples at n = 5,000-20,000, d = 2-50, and it costs ~10 %
+        of one product at n = 20,000, half a product at n = 5,000
+        (``benchmarks/bench_operator_product.py``). Cached per ``columns``."""
+        columns = check_int(columns, "columns", 1)
+        if columns in self._timed:
+            return self._timed[columns]
+        n = self.shape[0]
+        V = np.ones((n, columns), dtype=self.block_dtype)
+        width = self.tile_columns
+        chunks = [slice(j, min(j + width, n)) for j in range(0, n, width)]
+        rows = min(n, SAMPLE_TILES * self.threads * TILE_ROWS)
+        sample = np.unique(np.linspace(0, n - 1, rows).astype(np.int64))
+        groups = [g for g in np.array_split(sample, self.threads) if g.size]
+        spans: list[float] = []
+
+        def work(rows: np.ndarray) -> None:
+            begin = time.perf_counter()
+            self._tiles_product([rows[i:i + TILE_ROWS] for i in range(0, rows.size, TILE_ROWS)],
+                                V, chunks)
+            spans.append(time.perf_counter() - begin)
+
+        # Untimed: a few rows through the pool, the thread limits and the kernel's ufuncs
+        # (their first call pays for loading and caches, as a product's does only once).
+        self._in_workers(lambda g: self._tiles_product([g[:8]], V, chunks[:1]), groups)
+        best = math.inf
+        for _ in range(SAMPLE_REPEATS):
+            spans.clear()
+            begin = time.perf_counter()
+            self._in_workers(work, groups)
+            wall = time.perf_counter() - begin
+            slowest = max(spans)
+            if sample.size < n:  # the workers' time scales with the rows; the pool's does not
+                wall = slowest * n / sample.size + (wall - slowest)
+            best = min(best, wall)
+        self._timed[columns] = best
+        return best
 
     @property
     def bytes_in_flight(self) -> int:

@@ -131,8 +131,9 @@ class NystromOperator(SymmetricOperator):
         Phi = self.factor
         return np.asarray(Phi @ Phi[idx].T, dtype=np.float64)
 
-    def product_seconds(self, columns: int = 1) -> float:
-        """Predicted seconds of ``K̃ @ V``: ``2nr`` multiply-adds per column, memory bound."""
+    def product_seconds(self, columns: int = 1, measure: bool = False) -> float:
+        """Predicted seconds of ``K̃ @ V``: ``2nr`` multiply-adds per column, memory bound
+        (``measure`` is accepted for the operators' common signature; a GEMM is predictable)."""
         return 2.0 * self.shape[0] * self.rank * max(1, columns) * MADD_SECONDS
 
     def dense_seconds(self) -> float:

@@ -7,11 +7,12 @@ analytic ``predicted_time``; every prediction says which.
 
 A problem stored in a form its family's calibration instances did not have corrects the memory
 through ``problem.memory_for(solver, modeled_bytes) -> (bytes, note)`` and the time through
-``problem.time_for(solver, modeled_seconds) -> (seconds, note)``: a LapSVM whose K is a
-products-only operator adds the 8n² of a dense copy (and the time to form it) to the solvers
-that read K dense, and predicts O(n) vectors and the operator's own product time for those
-that need only products (PCG). The notes are shown in the prediction and in the reason of the
-choice.
+``problem.time_for(solver, modeled_seconds, measure) -> (seconds, note)``: a LapSVM whose K
+is a products-only operator adds the 8n² of a dense copy (and the time to form it) to the
+solvers that read K dense, and predicts O(n) vectors and the operator's own product time for
+those that need only products (PCG); with ``measure`` that product time is timed on a sample
+of the operator's rows (``KernelOperator.timed_product_seconds``). The notes are shown in the
+prediction and in the reason of the choice.
 
 A solver that can predict itself from measurements on the instance (``Solver.instance_time``:
 PCG from the conditioning of its preconditioned Hessian and its timed products) overrides the
@@ -134,7 +135,7 @@ def predict(solver, problem: Problem, measure: bool = True) -> Prediction:
             prediction, notes = replace(prediction, memory=float(memory)), [note]
     time_for = getattr(problem, "time_for", None)
     if time_for is not None:
-        seconds, note = time_for(solver, prediction.seconds)
+        seconds, note = time_for(solver, prediction.seconds, measure=measure)
         if note:
             prediction, notes = replace(prediction, seconds=float(seconds)), notes + [note]
     measured = solver.instance_time(problem) if measure else None

@@ -117,3 +117,38 @@ def test_selection_charges_the_operator_its_own_products():
                                                     + op.product_seconds(), rel=1e-9)
     assert on_op["newton"].memory == pytest.approx(dense["newton"].memory + 8.0 * 400**2)
     assert on_op["pcg"].memory == pytest.approx(24 * 8.0 * 400 + op.bytes_in_flight)
+
+
+def test_selection_times_a_sample_of_the_operator_product_when_it_measures():
+    import ssl_opt
+    from ssl_opt.builders import knn_graph, laplacian, rbf_kernel
+    from ssl_opt.datasets import two_moons
+    from ssl_opt.problems.manifold.problem import DENSE_PRODUCT_SECONDS, ITERATION_SECONDS
+
+    n = 1200  # more rows than the sample (2 threads × 2 tiles × 128 rows)
+    data = two_moons(n=n, n_labeled=10, noise=0.1, seed=0)
+    L = laplacian(knn_graph(data.X, n_neighbors=8), normalized=True)
+    op = KernelOperator(data.X, "rbf", sigma=0.3, threads=2)
+    problem = ssl_opt.problems.LapSVM(op, L, data.y, 1.0, 10.0)
+    chosen = ssl_opt.select(problem)
+    timed = op.product_seconds(measure=True)  # the value selection measured, cached
+    assert 0 < timed < np.inf and op.timed_product_seconds() == timed
+    counted = op.products
+    assert 0 < op.timed_product_seconds(columns=2) < np.inf
+    assert op.products == counted  # a sample, not a counted product
+    dense = ssl_opt.select(ssl_opt.problems.LapSVM(rbf_kernel(data.X, sigma=0.3), L, data.y,
+                                                   1.0, 10.0), measure=False).predictions
+    stored = DENSE_PRODUCT_SECONDS * n**2
+    iterations = dense["pcg"].seconds / (stored + ITERATION_SECONDS)
+    pcg = chosen.predictions["pcg"]
+    assert pcg.seconds == pytest.approx(dense["pcg"].seconds + iterations * (timed - stored),
+                                        rel=1e-9)
+    assert "timed on a sample of its rows" in pcg.note
+    modeled = ssl_opt.select(ssl_opt.problems.LapSVM(op, L, data.y, 1.0, 10.0),
+                             measure=False).predictions["pcg"]
+    assert "predicted from its sizes" in modeled.note
+    with pytest.raises(ValueError, match="columns"):
+        op.timed_product_seconds(0)
+    # Fewer rows than the sample: the whole product is timed.
+    small = KernelOperator(data.X[:100], "rbf", sigma=0.3, threads=2)
+    assert 0 < small.product_seconds(measure=True) < np.inf and small.products == 0

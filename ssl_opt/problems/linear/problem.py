@@ -69,9 +69,10 @@ class _DesignCosts:
     """Selection's corrections for a design whose rows are not in this process (a
     :class:`~ssl_opt.operators.DaskDesign`): the cost models were fitted in memory."""
 
-    def time_for(self, solver, modeled: float) -> tuple[float, str]:
+    def time_for(self, solver, modeled: float, measure: bool = True) -> tuple[float, str]:
         """A product-bound solver's time scales by the ratio of the design's product pair to
-        the same pair in memory (synchronizations included). Returns ``(seconds, note)``."""
+        the same pair in memory (synchronizations included; modeled either way:
+        ``measure`` is the common signature's). Returns ``(seconds, note)``."""
         design = self.design
         if design.in_memory or modeled != modeled:
             return modeled, ""

@@ -262,10 +262,11 @@ class LapSVM(Model):
         return (modeled if modeled == modeled else 0.0) + dense, (
             f"K is a products-only operator: + {dense / 2**30:.3g} GiB (8n²) for its dense copy")
 
-    def time_for(self, solver, modeled: float) -> tuple[float, str]:
+    def time_for(self, solver, modeled: float, measure: bool = True) -> tuple[float, str]:
         """Selection's time of ``solver``, from the cost model's ``modeled`` seconds (fitted on
         stored dense K, whose product costs ``DENSE_PRODUCT_SECONDS·n²``). For an operator
-        that predicts its own product (``product_seconds()``, a :class:`KernelOperator`): a
+        that predicts its own product (``product_seconds()``, a :class:`KernelOperator`:
+        timed on a sample of rows when ``measure``, else its model): a
         products-only solver's time is read as iterations of a stored K's product plus
         ``ITERATION_SECONDS``, and each product is swapped for the operator's. Any other
         solver adds forming K once (the operator's ``dense_seconds()``, else one product's
@@ -275,7 +276,8 @@ class LapSVM(Model):
         if (product is None or "K_dense" in vars(self) or modeled != modeled
                 or access == "factor"):
             return modeled, ""
-        per_product = float(product())
+        per_product = float(product(measure=measure))
+        how = "timed on a sample of its rows" if measure else "predicted from its sizes"
         if access == "products":
             # The model's time is iterations × (a stored K's product + the rest of an
             # iteration): swap the product, keep the rest.
@@ -283,13 +285,14 @@ class LapSVM(Model):
             iterations = modeled / (dense + ITERATION_SECONDS)
             ratio = per_product / dense
             return modeled + iterations * (per_product - dense), (
-                f"each product costs ~{per_product:.3g} s on the operator, {ratio:.3g}× a "
-                "stored K's")
+                f"each product costs ~{per_product:.3g} s on the operator ({how}), "
+                f"{ratio:.3g}× a stored K's")
         # Forming K: the operator's own estimate (a Nyström K̃ is an n×n×r GEMM), else every
         # kernel entry computed once, about one product's work.
         dense = getattr(self.K, "dense_seconds", None)
         form = float(dense()) if callable(dense) else per_product
-        return modeled + form, f"+ ~{form:.3g} s to form K from the operator"
+        return modeled + form, (f"+ ~{form:.3g} s to form K from the operator"
+                                + ("" if callable(dense) else f" (one product, {how})"))
 
     @property
     def approximation_note(self) -> str:
