@@ -72,10 +72,18 @@ class Solution:
     solver: str
     history: History = field(default_factory=History)
     info: dict[str, Any] = field(default_factory=dict)
+    #: What the solver needs to continue exactly where it stopped, on the same problem object
+    #: (``warm_start=solution``; ``Solver.resumable``); None otherwise.
+    resume: Any = field(default=None, repr=False, compare=False)
 
     @property
     def optimal(self) -> bool:
         return self.status == OPTIMAL
+
+    def __getstate__(self) -> dict:
+        """Pickled without ``resume``: a solver's state to continue from is valid only in this
+        process, on the problem object it ran on."""
+        return {**self.__dict__, "resume": None}
 
     def __repr__(self) -> str:
         return (

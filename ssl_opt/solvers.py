@@ -31,6 +31,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from ssl_opt import progress
+from ssl_opt._validation import check_positive, optional
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.optional import missing_reasons
 from ssl_opt.solution import FAILED, Solution
@@ -48,6 +49,12 @@ class Option:
 
     def validate(self, value: Any, name: str) -> Any:
         return value if self.check is None else self.check(value, name)
+
+
+#: The ``time_limit`` option of the solvers that take one.
+TIME_LIMIT_OPTION = Option(None, "seconds at most (None: no limit); beyond, the best iterate "
+                           "is returned with status 'time_limit' unless it certifies",
+                           optional(check_positive))
 
 
 def validate_options(declared: Mapping[str, Option], given: Mapping[str, Any],
@@ -103,6 +110,12 @@ class Solver:
     #: solver from 0, so a shared factorization of the surrogate saves that step on every
     #: class of a one-vs-rest problem (``plugins/model/one_vs_rest.py``). Needs ``warm_start``.
     starts_from_quadratic: ClassVar[bool] = False
+    #: Takes ``time_limit`` and ``warm_start`` options, ends ``time_limit`` with its iterate,
+    #: continues exactly from that Solution given back as ``warm_start`` on the same problem
+    #: (iterations and history counted on), and records ``grad_norm`` in units of its ``tol``:
+    #: ``solve`` may run it for a slice of a rival's predicted time, extrapolate, and go on
+    #: without losing the slice (:mod:`ssl_opt.selection.race`).
+    resumable: ClassVar[bool] = False
     description: ClassVar[str] = ""
     options: ClassVar[dict[str, Option]] = {}
     #: Known growth per ``family/variant`` key (or bare family): ``(exponent, why)``, the

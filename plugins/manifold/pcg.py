@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import time
+import weakref
 
 import numpy as np
 
@@ -37,8 +38,16 @@ from ssl_opt.plugins.manifold.iterates import (
     manifold_solution,
 )
 from ssl_opt.problems.manifold.problem import PRODUCT_SOLVER_VECTORS, LapSVM
-from ssl_opt.solution import EARLY_STOPPED, MAX_ITERATIONS, OPTIMAL, STALLED, History, Solution
-from ssl_opt.solvers import Option, Solver
+from ssl_opt.solution import (
+    EARLY_STOPPED,
+    MAX_ITERATIONS,
+    OPTIMAL,
+    STALLED,
+    TIME_LIMIT,
+    History,
+    Solution,
+)
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option, Solver
 
 #: Powell's restart test: successive preconditioned gradients far from orthogonal
 #: (|∇ᵀ∇̂_old| ≥ POWELL·∇ᵀ∇̂) mean the directions lost conjugacy, and PCG restarts.
@@ -81,7 +90,9 @@ class PCG(Solver):
                       "round-off for 20 iterations with ‖∇J‖ ≤ √tol·max(1, ‖∇J(0)‖)",
                       check_nonnegative),
         "max_iter": Option(None, "iteration cap (default 10·n + 1000)", optional(integer(0))),
-        "warm_start": Option(None, "a previous Solution or dict to start from"),
+        "warm_start": Option(None, "a previous Solution or dict to start from; a Solution "
+                             "PCG stopped at its time_limit, given back on the same problem, "
+                             "continues exactly (directions kept, iterations counted on)"),
         "early_stopping": Option(None, "None, 'stability', 'validation' or 'mixed'",
                                  optional(choice(*RULES[1:]))),
         "validation": Option(None, "(K_val, y_val) for the validation and mixed rules"),
@@ -95,7 +106,9 @@ class PCG(Solver):
                           integer(1)),
         "callback": Option(None, "called as callback(iteration, alpha, b) after each step",
                            optional(callable_option)),
+        "time_limit": TIME_LIMIT_OPTION,
     }
+    resumable = True  # time_limit, warm_start, grad_norm in units of tol (Solver.resumable)
 
     def predicted_time(self, problem) -> float:
         n = problem.structure.sizes["n"]
@@ -129,7 +142,7 @@ class PCG(Solver):
         return 8.0 * PRODUCT_SOLVER_VECTORS * n + getattr(problem, "kernel_workspace", 0.0)
 
     def _solve(self, problem, tol, max_iter, warm_start, early_stopping, validation,
-               check_every, stability_count, refresh, callback) -> Solution:
+               check_every, stability_count, refresh, callback, time_limit) -> Solution:
         start = time.perf_counter()
         n, bias = problem.n, problem.bias
         stopper = EarlyStopping(early_stopping, problem, validation, check_every,
@@ -139,20 +152,29 @@ class PCG(Solver):
 
         alpha, b = initial_point(problem, warm_start)
         scales = problem.entry_scales
-        Ka = problem.K_dot(alpha)
-        f = Ka + b
-        Lf = problem.L_dot(f)
-        v, g_b = problem.preconditioned_gradient(alpha, f, Lf)
-        Kv = problem.K_dot(v)
-        d_a, d_b = -v, -g_b
-        Kd = -Kv
-        num_old = float(Kv @ v + g_b * g_b)  # ∇ᵀ∇̂
+        state = _resumed(warm_start, problem)
+        if state is None:
+            Ka = problem.K_dot(alpha)
+            f = Ka + b
+            Lf = problem.L_dot(f)
+            v, g_b = problem.preconditioned_gradient(alpha, f, Lf)
+            Kv = problem.K_dot(v)
+            d_a, d_b = -v, -g_b
+            Kd = -Kv
+            num_old = float(Kv @ v + g_b * g_b)  # ∇ᵀ∇̂
+            gnorm = float(np.sqrt(Kv @ Kv + g_b * g_b))
+            it = stall = 0
+        else:  # where the run that stopped left off: its directions and products
+            Ka, Lf, v, g_b, d_a, d_b, Kd, num_old, gnorm, it, stall = (
+                state[k] for k in _STATE)
+            Ka, Lf, d_a, Kd = Ka.copy(), Lf.copy(), d_a.copy(), Kd.copy()
+            f = Ka + b
+        max_iter += it
         history = History()
         obj = problem.objective_parts(alpha, b, Ka, Lf)
-        gnorm = float(np.sqrt(Kv @ Kv + g_b * g_b))
-        history.append(iteration=0, objective=obj, grad_norm=gnorm / problem.gradient_scale,
+        history.append(iteration=it, objective=obj, grad_norm=gnorm / problem.gradient_scale,
                        step=0.0, time=time.perf_counter() - start)
-        status, it, stall, converged_by = MAX_ITERATIONS, 0, 0, "gradient"
+        status, converged_by = MAX_ITERATIONS, "gradient"
         if gnorm <= target:
             status = OPTIMAL
         while status == MAX_ITERATIONS and it < max_iter:
@@ -206,6 +228,9 @@ class PCG(Solver):
             if stopper(it, f, alpha, b):
                 status = EARLY_STOPPED
                 break
+            if time_limit is not None and time.perf_counter() - start > time_limit:
+                status = TIME_LIMIT
+                break
             if stall >= 20:
                 # The objective stopped decreasing at round-off level: converged as far as
                 # floating point allows if the gradient is at least below √tol.
@@ -213,11 +238,30 @@ class PCG(Solver):
                 status = OPTIMAL if converged else STALLED
                 converged_by = "objective at machine precision" if converged else None
                 break
-        return manifold_solution(
+        solution = manifold_solution(
             self, alpha, b, obj, status, it, history,
             grad_norm=gnorm / problem.gradient_scale, check_every=stopper.every,
             converged_by=converged_by if status == OPTIMAL else None,
         )
+        if status == TIME_LIMIT:
+            solution.resume = {"problem": weakref.ref(problem), "Ka": Ka, "Lf": Lf, "v": v,
+                               "g_b": g_b, "d_a": d_a, "d_b": d_b, "Kd": Kd,
+                               "num_old": num_old, "gnorm": gnorm, "it": it, "stall": stall}
+        return solution
+
+
+_STATE = ("Ka", "Lf", "v", "g_b", "d_a", "d_b", "Kd", "num_old", "gnorm", "it", "stall")
+
+
+def _resumed(warm_start, problem) -> dict | None:
+    """The state a PCG run stopped by its time limit left in its Solution (``resume``), when
+    ``warm_start`` is that Solution and ``problem`` the very problem it ran on: the run then
+    continues exactly, its directions and products kept (a restart from α alone loses the
+    conjugate directions, and with them most of what the first run's iterations bought)."""
+    state = getattr(warm_start, "resume", None)
+    if not isinstance(state, dict) or state.get("problem", lambda: None)() is not problem:
+        return None
+    return state
 
 
 @hookimpl

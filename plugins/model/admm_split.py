@@ -87,9 +87,9 @@ from ssl_opt.plugins.model.common import (
     warm_start_point,
     worst,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: Over-relaxation α (Boyd et al. 2011 §3.4.3: 1.5–1.8 works well).
 RELAXATION = 1.6

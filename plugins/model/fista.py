@@ -51,9 +51,9 @@ from ssl_opt.plugins.model.common import (
     start_point,
     too_slow,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: ``L`` is multiplied by this after each accepted step (the step may grow back).
 L_DECREASE = 0.95

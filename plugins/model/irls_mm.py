@@ -95,10 +95,10 @@ from ssl_opt.plugins.model.irls_mm_system import (  # noqa: F401 (the tests' ent
     build_system,
     pair_count,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.multipliers import with_fixed_multipliers
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: Upper-triangle contributions ``Σ_rows q_r(q_r + 1)/2`` (q_r: the nonzeros of a row of a
 #: term's map) beyond which the weighted system is not built (a dense map: use irls-newton).

@@ -74,7 +74,7 @@ from ssl_opt.plugins.model.common import (
     start_point,
     worst,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.kink_polish import (
     huber_polish,
     kink_sets,
@@ -89,7 +89,7 @@ from ssl_opt.plugins.model.multipliers import (
 )
 from ssl_opt.plugins.model.newton_system import NewtonSystem
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: A stage ends when the smoothed stationarity is below STAGE_RTOL·√δ/σ.
 STAGE_RTOL = 0.1

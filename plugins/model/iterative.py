@@ -22,16 +22,13 @@ import time
 
 import numpy as np
 
-from ssl_opt._validation import check_bool, check_positive, optional
+from ssl_opt._validation import check_bool
 from ssl_opt.modeling.model import Model
 from ssl_opt.plugins.model.common import certificate_check, kink_tolerance
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, TIME_LIMIT, History
 from ssl_opt.solvers import Option
 
 #: The options every generic iterative solver takes with the same meaning.
-TIME_LIMIT_OPTION = Option(None, "seconds at most (None: no limit); beyond, the best iterate "
-                           "is returned with status 'time_limit' unless it certifies",
-                           optional(check_positive))
 VERBOSE_OPTION = Option(False, "print a progress line at every check", check_bool)
 
 #: The full certificate at the end: iterations and relative accuracy of its minimization.

@@ -53,9 +53,9 @@ from ssl_opt.plugins.model.common import (
     too_slow,
     worst,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, Run
+from ssl_opt.plugins.model.iterative import Run
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: L-BFGS iterations assumed by ``predicted_time`` (capped by the number of unknowns + 50);
 #: on a kernel expansion (``common.kernel_expansion``) 3000 iterations left LapRLS models of

@@ -72,9 +72,9 @@ from ssl_opt.plugins.model.common import (
     pass_seconds,
     warm_start_point,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: Iterations and relative accuracy of the certificate's minimization at a check.
 CHECK_ITERS, CHECK_TOL = 300, 1e-6

@@ -46,9 +46,9 @@ from ssl_opt.plugins.model.common import (
     start_point,
     worst,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: Largest buffer of CG residuals kept for re-orthogonalization.
 REORTH_BYTES = 64e6

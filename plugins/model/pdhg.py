@@ -112,14 +112,14 @@ from ssl_opt.plugins.model.common import (
     prox_seconds,
     warm_start_point,
 )
-from ssl_opt.plugins.model.iterative import TIME_LIMIT_OPTION, VERBOSE_OPTION
+from ssl_opt.plugins.model.iterative import VERBOSE_OPTION
 from ssl_opt.plugins.model.pdhg_run import CHECK_ITERS, CHECK_TOL, PDHGRun
 from ssl_opt.plugins.model.pdhg_split import (
     Split,
     innermost_matmul,
 )
 from ssl_opt.solution import OPTIMAL, History, Solution
-from ssl_opt.solvers import Option
+from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 
 # ------------------------------------------------------------------ the solver

@@ -35,6 +35,7 @@ from ssl_opt.problems.base import Problem
 from ssl_opt.selection import model_store
 from ssl_opt.selection.generators import cost_size, problem_key
 from ssl_opt.selection.measure import available_memory
+from ssl_opt.selection.race import RacePlan, plan_race
 
 BACKENDS = ("auto", "fast", "reference")
 
@@ -80,6 +81,9 @@ class Selection:
     #: measurements they made on the instance (``Solver.instance_time``: conditioning probes,
     #: timed products).
     seconds: float = 0.0
+    #: When the two fastest candidates are too close to call and one can run in slices:
+    #: the race :func:`~ssl_opt.solve` runs (:mod:`ssl_opt.selection.race`), else None.
+    race: RacePlan | None = None
 
     @property
     def predicted_time(self) -> dict[str, float]:
@@ -108,6 +112,8 @@ class Selection:
                  f"choosing took {_seconds(self.seconds)} (predictions and measurements on "
                  "this instance)", "predicted time, peak memory and source, fastest first:",
                  self.table()]
+        if self.race is not None:
+            lines.append(f"race: {self.race.describe()}")
         if self.unsupported:
             lines.append("not applicable:")
             lines += [f"  {name}: {'; '.join(reasons)}"
@@ -248,8 +254,10 @@ def select(problem: Problem, backend: str = "auto", time_budget: float | None = 
             reason += (f"; this model is exactly a {type(lowering.problem).__name__}, solved "
                        f"by that family's solver {name!r}")
         reason += _memory_reasons(name, predictions, fits, limit)
+        race = (plan_race(exact_fast, predictions, ok)
+                if exact_fast and name == exact_fast[0] else None)
         return Selection(name, table[name].backend, reason, predictions, unsupported, limit,
-                         time.perf_counter() - began)
+                         time.perf_counter() - began, race)
 
     wanted = {"auto": ("reference", "fast"), "reference": ("reference",), "fast": ("fast",)}
     if not any(ok[n].backend in wanted[backend] for n in ok):
