@@ -277,7 +277,8 @@ def markdown(report: BenchReport, files: dict[str, str]) -> str:
              f"{model_store.machine_description()['processor']} "
              f"({model_store.machine_description()['cpus']} CPUs); time limit "
              f"{report.time_limit:g} s. Times in seconds; the size is the cost models' size.", "",
-             f"Prediction: {ok} of {total} held-out runs within 2x of the calibrated model"
+             f"Prediction: {ok} of {total} held-out runs within 2x of their prediction (the "
+             "cost model's, or the solver's own from measurements on the instance)"
              + (f" ({100 * ok / total:.0f} %)." if total else "."), ""]
     misses = [r for r in report.predicted_runs() if not r.within_2x]
     if misses:

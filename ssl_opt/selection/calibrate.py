@@ -6,11 +6,14 @@ longer than ``target_seconds`` and ``min_points`` sizes are measured (or the sol
 the time, ``max_seconds``, is spent):
 every solver is measured from small sizes up to where its asymptotic growth shows, at a cost
 of about twice its last run. Runs shorter than ``repeat_below`` seconds are repeated and the
-fastest kept (timer and cache noise). Instances are shared between solvers.
+fastest kept (timer and cache noise). Instances are shared between solvers. A machine already
+loaded when calibration starts gets a ``CostModelWarning`` (:func:`check_machine_load`): its
+times would include waiting for the other processes.
 """
 
 from __future__ import annotations
 
+import os
 import time
 import warnings
 from dataclasses import dataclass
@@ -18,11 +21,12 @@ from pathlib import Path
 
 from ssl_opt import registry
 from ssl_opt._validation import check_int, check_positive, check_writable_directory
-from ssl_opt.exceptions import InvalidInputError
+from ssl_opt.exceptions import InvalidInputError, warn
 from ssl_opt.selection import model_store
 from ssl_opt.selection.cost_model import CostModel
 from ssl_opt.selection.generators import cost_size
 from ssl_opt.selection.measure import measure_fastest
+from ssl_opt.selection.model_store import CostModelWarning
 from ssl_opt.solution import FAILED
 from ssl_opt.text_table import text_table
 
@@ -58,6 +62,27 @@ def _pairs(generators, solvers):
     return pairs
 
 
+#: Calibration warns when the 1-minute load average exceeds this share of the CPUs.
+LOAD_SHARE = 0.5
+
+
+def check_machine_load() -> float | None:
+    """The 1-minute load average, with a ``CostModelWarning`` when it is above ``LOAD_SHARE``
+    of the CPUs (other processes then share the cores, and models fitted now predict a loaded
+    machine); None where the OS does not report it."""
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return None
+    cpus = os.cpu_count() or 1
+    if load > LOAD_SHARE * cpus:
+        warn(f"the machine is loaded (load average {load:.2f} on {cpus} CPUs) as calibration "
+             "starts: the times measured now include waiting for other processes, and the "
+             "models fitted from them will over-predict on an idle machine. Calibrate when "
+             "the machine is otherwise idle (`uptime` shows the load).", CostModelWarning)
+    return load
+
+
 def calibrate(generators: list[str] | None = None, solvers: list[str] | None = None,
               target_seconds: float = 1.0, max_seconds: float = 15.0, repeat_below: float = 0.2,
               min_points: int = 3,
@@ -72,6 +97,7 @@ def calibrate(generators: list[str] | None = None, solvers: list[str] | None = N
     min_points = check_int(min_points, "min_points", 2)
     seed = check_int(seed, "seed", 0)
     pairs = _pairs(generators, solvers)
+    check_machine_load()
     instances: dict[tuple[str, int], object] = {}
     runs: list[CalibrationRun] = []
     models: list[CostModel] = []

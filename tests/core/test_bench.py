@@ -320,3 +320,26 @@ def test_a_missed_prediction_reads_as_a_time_ratio_and_a_size_ratio():
     line = next(line for line in text.splitlines() if line.startswith("- npkl/square bcd"))
     assert "0.06 s / 0.14 s = 0.43x the prediction" in line  # 0.06 / 0.14, computed here
     assert "size 0.17 times the largest calibrated" in line
+
+
+def test_calibrate_warns_when_the_machine_is_loaded(monkeypatch):
+    import os
+    import warnings
+
+    from ssl_opt.selection import calibrate as calibration
+    from ssl_opt.selection.model_store import CostModelWarning
+
+    cpus = os.cpu_count() or 1
+    monkeypatch.setattr(os, "getloadavg", lambda: (4.0 * cpus, 1.0, 1.0))
+    with pytest.warns(CostModelWarning, match="machine is loaded"):
+        assert calibration.check_machine_load() == 4.0 * cpus
+    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", CostModelWarning)
+        assert calibration.check_machine_load() == 0.0
+
+    def unavailable():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(os, "getloadavg", unavailable)
+    assert calibration.check_machine_load() is None
