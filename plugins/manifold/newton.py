@@ -7,7 +7,8 @@ E does not change after a full step (finite convergence) or the gradient is belo
 Other twice-differentiable losses (Huber, logistic, squared) use the same damped Newton step;
 where the generalized Hessian is singular (no curvature, e.g. all margins on the linear part of
 the Huber loss) that iteration adds a small curvature to b only (Levenberg–Marquardt).
-O(n³) per iteration.
+O(n³) per factorization; a step whose error set did not change reuses the last one (O(n²),
+:mod:`reduced_system`), and ``solution.info["factorizations"]`` counts them.
 """
 
 from __future__ import annotations
@@ -111,7 +112,8 @@ class Newton(Solver):
             b = b + s * d_b if bias else 0.0
             Ka = problem.K_dot(alpha)  # exact, not Ka + s·Kd: no drift for O(n²) per O(n³) step
         return manifold_solution(self, alpha, b, obj, status, it, history,
-                                 grad_norm=gnorm / problem.gradient_scale, damped_steps=damped)
+                                 grad_norm=gnorm / problem.gradient_scale, damped_steps=damped,
+                                 factorizations=system.factorizations)
 
 
 @hookimpl
