@@ -67,7 +67,7 @@ class ReducedSystem:
             self.col_b = problem.gamma_I * L1  # γ_I L1
             self.row_b = problem.gamma_I * LK.sum(axis=0)  # γ_I 1ᵀLK (L symmetric)
             self.corner = problem.gamma_I * L1.sum()
-        self._factors = None  # (Λ's bytes, ridge, LU factors of A) of the last solve
+        self._factors = None  # ((Λ's bytes, ridge), LU factors of A) of the last solve
 
     @property
     def factorizations(self) -> int:
