@@ -244,9 +244,9 @@ class PCG(Solver):
             converged_by=converged_by if status == OPTIMAL else None,
         )
         if status == TIME_LIMIT:
-            solution.resume = {"problem": weakref.ref(problem), "Ka": Ka, "Lf": Lf, "v": v,
-                               "g_b": g_b, "d_a": d_a, "d_b": d_b, "Kd": Kd,
-                               "num_old": num_old, "gnorm": gnorm, "it": it, "stall": stall}
+            values = (Ka, Lf, v, g_b, d_a, d_b, Kd, num_old, gnorm, it, stall)  # _STATE's order
+            solution.resume = {"problem": weakref.ref(problem),
+                               **dict(zip(_STATE, values, strict=True))}
         return solution
 
 

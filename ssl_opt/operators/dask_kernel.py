@@ -12,7 +12,7 @@ points — is O(n·|idx|) and computed in this process from its copy of X, so PC
 stopping, the certificate and ``select`` work on it unchanged (docs/scaling.md).
 
 Time per product on W workers of t threads: ``n²·c/(W·t) + sync + 8nk·W/bandwidth``, with
-``c`` the per-entry cost of :data:`~ssl_opt.operators.kernel.ENTRY_SECONDS` and ``sync``
+``c`` the per-entry cost of :func:`~ssl_opt.operators.kernel.entry_seconds` and ``sync``
 measured once (:attr:`DaskKernelOperator.sync_seconds`).
 """
 
@@ -24,12 +24,7 @@ import numpy as np
 
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.operators._cluster import resolve_client, sync_seconds
-from ssl_opt.operators.kernel import (
-    DEFAULT_BUDGET,
-    ENTRY_SECONDS,
-    ENTRY_SECONDS_PER_DIMENSION,
-    KernelOperator,
-)
+from ssl_opt.operators.kernel import DEFAULT_BUDGET, KernelOperator, entry_seconds
 
 
 def _worker_operator(X, kind, dtype, threads, memory_budget, params) -> KernelOperator:
@@ -99,8 +94,7 @@ class DaskKernelOperator(KernelOperator):
         plus one synchronization. Always the model (``measure`` is accepted and ignored: a
         sample timed here would time this process's threads, not the workers')."""
         n, d = self.shape[0], self.X.shape[1]
-        per_entry = (ENTRY_SECONDS[self.block_dtype.name] + ENTRY_SECONDS_PER_DIMENSION * d
-                     + 5e-11 * (columns - 1))
+        per_entry = entry_seconds(self.block_dtype.name, d, columns)
         return n * n * per_entry / self.worker_threads + self.sync_seconds
 
     @property

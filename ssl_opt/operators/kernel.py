@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 from threadpoolctl import threadpool_limits
 
-from ssl_opt._validation import check_int, check_positive
+from ssl_opt._validation import check_bool, check_int, check_positive
 from ssl_opt.builders.kernels import KERNELS, check_kernel_inputs, kernel_diagonal
 from ssl_opt.operators.symmetric import SymmetricOperator, check_kernel_arguments
 
@@ -47,6 +47,14 @@ ENTRY_SECONDS = {"float64": 3.0e-9, "float32": 2.1e-9}
 ENTRY_SECONDS_PER_DIMENSION = 3e-11
 #: Seconds a product pays once: its worker threads' start and the BLAS thread limits.
 PRODUCT_START_SECONDS = 2e-3
+
+
+def entry_seconds(precision: str, d: int, columns: int = 1) -> float:
+    """Predicted seconds of one kernel entry of a product on one thread: ``ENTRY_SECONDS`` by
+    precision ("float32"/"float64"), ``ENTRY_SECONDS_PER_DIMENSION·d`` for the GEMM, and a
+    multiply-add per extra column of V."""
+    return (ENTRY_SECONDS[precision] + ENTRY_SECONDS_PER_DIMENSION * d
+            + 5e-11 * (columns - 1))
 #: A timed product (``timed_product_seconds``): tiles of rows per thread, and samples (the
 #: fastest is kept).
 SAMPLE_TILES, SAMPLE_REPEATS = 2, 3
@@ -141,8 +149,7 @@ class KernelOperator(SymmetricOperator):
         Vb = V.astype(self.block_dtype, copy=False)
         # Tiles of about TILE_BYTES: the elementwise passes and the exp stay in cache (a
         # whole row block of 10⁴-10⁵ columns would stream through memory four times).
-        width = self.tile_columns
-        chunks = [slice(j, min(j + width, n)) for j in range(0, n, width)]
+        chunks = self._column_chunks()
 
         def work(block: slice) -> None:
             tiles = [slice(first, min(first + TILE_ROWS, block.stop))
@@ -153,6 +160,11 @@ class KernelOperator(SymmetricOperator):
                   for i in range(start, stop, self.block_rows)]
         self._in_workers(work, blocks)
         return out
+
+    def _column_chunks(self) -> list[slice]:
+        """The column ranges of a product's tiles, ``tile_columns`` wide."""
+        n, width = self.shape[0], self.tile_columns
+        return [slice(j, min(j + width, n)) for j in range(0, n, width)]
 
     def _tiles_product(self, tiles, Vb: np.ndarray, chunks) -> np.ndarray:
         """``K[tile, :] @ V`` for each row selector in ``tiles`` (slices or index arrays of at
@@ -199,11 +211,10 @@ class KernelOperator(SymmetricOperator):
         what the data do to the kernel's cost: an RBF whose σ is small against the distances
         takes ``exp``'s slow path for large negative arguments (float64 up to 3.1× slower at
         σ = a thirtieth of the median distance; ``benchmarks/bench_operator_product.py``)."""
-        if measure:
+        if check_bool(measure, "measure"):
             return self.timed_product_seconds(columns)
         n, d = self.shape[0], self.X.shape[1]
-        per_entry = (ENTRY_SECONDS[self.block_dtype.name] + ENTRY_SECONDS_PER_DIMENSION * d
-                     + 5e-11 * (columns - 1))
+        per_entry = entry_seconds(self.block_dtype.name, d, columns)
         return n * n * per_entry / self.threads + (PRODUCT_START_SECONDS if self.threads > 1
                                                     else 0.0)
 
@@ -220,8 +231,7 @@ class KernelOperator(SymmetricOperator):
             return self._timed[columns]
         n = self.shape[0]
         V = np.ones((n, columns), dtype=self.block_dtype)
-        width = self.tile_columns
-        chunks = [slice(j, min(j + width, n)) for j in range(0, n, width)]
+        chunks = self._column_chunks()
         rows = min(n, SAMPLE_TILES * self.threads * TILE_ROWS)
         sample = np.unique(np.linspace(0, n - 1, rows).astype(np.int64))
         groups = [g for g in np.array_split(sample, self.threads) if g.size]

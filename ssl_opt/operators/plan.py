@@ -23,7 +23,7 @@ import os
 from dataclasses import dataclass
 
 from ssl_opt._validation import check_int, check_positive
-from ssl_opt.operators.kernel import ENTRY_SECONDS, ENTRY_SECONDS_PER_DIMENSION, TILE_BYTES
+from ssl_opt.operators.kernel import ENTRY_SECONDS, TILE_BYTES, entry_seconds
 from ssl_opt.problems.manifold.problem import DENSE_PRODUCT_SECONDS, PRODUCT_SOLVER_VECTORS
 
 #: PCG iterations the plan assumes (PCG's own cost model; early stopping usually needs fewer).
@@ -96,8 +96,7 @@ def kernel_plan(n: int, d: int, *, nnz_L: int | None = None, landmarks: int = 50
               else check_positive(memory_budget, "memory_budget"))
     threads = max(1, os.cpu_count() or 1) if threads is None else check_int(threads, "threads",
                                                                             1)
-    entry = (ENTRY_SECONDS["float32" if float32 else "float64"]
-             + ENTRY_SECONDS_PER_DIMENSION * d) / threads
+    entry = entry_seconds("float32" if float32 else "float64", d) / threads
     vectors = 8.0 * PRODUCT_SOLVER_VECTORS * n + 12.0 * nnz + 8.0 * n * d
     dense_mem = 8.0 * n * n + vectors
     dense_s = n * n * entry + PCG_ITERATIONS * DENSE_PRODUCT_SECONDS * n * n

@@ -149,6 +149,8 @@ def test_selection_times_a_sample_of_the_operator_product_when_it_measures():
     assert "predicted from its sizes" in modeled.note
     with pytest.raises(ValueError, match="columns"):
         op.timed_product_seconds(0)
+    with pytest.raises(ValueError, match="measure"):
+        op.product_seconds(measure="yes")
     # Fewer rows than the sample: the whole product is timed.
     small = KernelOperator(data.X[:100], "rbf", sigma=0.3, threads=2)
     assert 0 < small.product_seconds(measure=True) < np.inf and small.products == 0
