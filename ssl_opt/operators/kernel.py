@@ -222,9 +222,9 @@ class KernelOperator(SymmetricOperator):
         """Seconds of ``K @ V`` (``columns`` columns), timed: ``SAMPLE_TILES`` tiles of evenly
         spaced rows per thread, each row against all n columns through the product's own
         tiles and threads, scaled by n over the rows timed; the fastest of ``SAMPLE_REPEATS``
-        samples; the thread pool's start counted once, as in a product. Within 0.78-1.41× of
-        the product on 108 of 108 samples at n = 5,000-20,000, d = 2-50, and it costs ~10 %
-        of one product at n = 20,000, half a product at n = 5,000
+        samples; the thread pool's start counted once, as in a product. Within 1.5× of the
+        product on 215 of 216 samples in two runs at n = 5,000-20,000, d = 2-50 (0.78-1.93×),
+        at ~10 % of one product's cost at n = 20,000 and half a product at n = 5,000
         (``benchmarks/bench_operator_product.py``). Cached per ``columns``."""
         columns = check_int(columns, "columns", 1)
         if columns in self._timed:
