@@ -15,6 +15,7 @@ import numpy as np
 import scipy.sparse as sp
 import scipy.sparse.linalg as spla
 
+from ssl_opt._validation import check_bool
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.plugins.manifold.iterates import check_curvature
 from ssl_opt.plugins.manifold.reduced_system import (
@@ -25,7 +26,7 @@ from ssl_opt.plugins.manifold.reduced_system import (
 from ssl_opt.problems.manifold.problem import LapSVM
 from ssl_opt.problems.one_vs_rest import OneVsRest
 from ssl_opt.solution import OPTIMAL, Solution
-from ssl_opt.solvers import Solver
+from ssl_opt.solvers import Option, Solver
 
 
 class LapRLSDirect(Solver):
@@ -38,7 +39,12 @@ class LapRLSDirect(Solver):
             "hinge use 'newton' or 'pcg', for the hinge 'cvxpy' or 'cvxpy-dual'")
     description = ("LapRLS normal equations [000 eq. 14], one dense LU solve, O(n^3); the c "
                    "classes of a one-vs-rest LapRLS share the LU (c right-hand sides).")
-    options = {}
+    options = {
+        "keep_factorization": Option(False, "hand the factorized system to each solution "
+                                     "(solution.resume, not pickled) for a warm-started "
+                                     "Newton on the same K, L, γs and labeled points to reuse",
+                                     check_bool),
+    }
 
     def missing(self, problem) -> list[str]:
         """The declared requirements, a one-vs-rest problem of LapSVM columns, and K dense
@@ -70,16 +76,16 @@ class LapRLSDirect(Solver):
             return predict(self, problem.first).memory + 24.0 * problem.first.n * problem.c
         return super().predicted_memory(problem)
 
-    def _solve(self, problem) -> Solution:
+    def _solve(self, problem, keep_factorization) -> Solution:
         if isinstance(problem, OneVsRest):
-            columns = _solve_columns(problem.columns)
+            columns = _solve_columns(problem.columns, keep_factorization)
             return Solution(problem.stack(columns), float(sum(c.objective for c in columns)),
                             OPTIMAL, 1, 0.0, self.backend, self.name,
                             info={"columns": columns, "shared_factorization": problem.c})
-        return _solve_columns([problem])[0]
+        return _solve_columns([problem], keep_factorization)[0]
 
 
-def _solve_columns(problems: list) -> list[Solution]:
+def _solve_columns(problems: list, keep_factorization: bool = False) -> list[Solution]:
     """LapRLS problems that differ only in their labels ``y`` (the columns of a
     :class:`OneVsRest`, or one problem) by one LU: the matrix of [000 eq. 14] depends on K, L,
     γ_A, γ_I, the bias and which points are labeled, not on the labels (docs/design.md §7)."""
@@ -88,7 +94,8 @@ def _solve_columns(problems: list) -> list[Solution]:
     zero = np.zeros(first.n)
     rhs = [p.preconditioned_gradient(zero, zero, zero) for p in problems]  # at α = 0, b = 0
     lam = 0.5 * first.loss.second_derivative(zero[: first.l])
-    alphas, bs = ReducedSystem(first).solve_many(
+    system = ReducedSystem(first)
+    alphas, bs = system.solve_many(
         lam, -np.column_stack([v for v, _ in rhs]), -np.array([g for _, g in rhs]))
     # The step from 0 is the minimizer only if J is convex along it (K, L PSD).
     K_alpha = first.K_dot(alphas)
@@ -104,7 +111,8 @@ def _solve_columns(problems: list) -> list[Solution]:
         solutions.append(Solution(x, float(objective), OPTIMAL, 1, seconds,
                                   LapRLSDirect.backend, LapRLSDirect.name,
                                   info={"tolerance_family": LapRLSDirect.tolerance_family,
-                                        "shared_factorization": len(problems)}))
+                                        "shared_factorization": len(problems)},
+                                  resume=system if keep_factorization else None))
     return solutions
 
 

@@ -5,7 +5,9 @@ does not depend on the labels (docs/design.md §7).
 Shared start: when the class solver declares ``starts_from_quadratic`` (Newton on the squared
 hinge: its first step from 0 is the LapRLS solution) and a direct solver takes the classes'
 square-loss surrogate (``laprls-direct``: one LU, c right-hand sides), every class starts from
-its column of that one solve instead of factorizing its own first step. ``select`` weighs this
+its column of that one solve instead of factorizing its own first step (counted in the class's
+iterations), and is handed that solve's factorization (``keep_factorization``), so Newton's
+later steps are updates of it: the c classes share one LU. ``select`` weighs this
 solver (c times the class solver's prediction) against a solver of the whole one-vs-rest
 problem (``laprls-direct`` on LapRLS), so an estimator only builds the problem and calls
 ``solve``.
@@ -117,14 +119,20 @@ class OneVsRestSolver(Solver):
         start = time.perf_counter()
         if shared:
             surrogate = problem.with_loss("square")
-            starts = problem.split(registry.get_solver("laprls-direct").solve(surrogate))
+            starts = problem.split(registry.get_solver("laprls-direct").solve(
+                surrogate, keep_factorization=True))
         columns = []
         for k, (p, s) in enumerate(zip(problem.columns, solvers, strict=True)):
             opts = {**{key: value for key, value in (class_defaults or {}).items()
                        if key in s.options}, **options[k]}
             if starts is not None and "warm_start" in s.options:
                 opts.setdefault("warm_start", starts[k])
-            columns.append(s.solve(p, **opts))
+            if shared and "max_iter" in opts:  # the shared solve was the class's first step
+                opts["max_iter"] = max(0, opts["max_iter"] - starts[k].iterations)
+            column = s.solve(p, **opts)
+            if shared:
+                column.iterations += starts[k].iterations
+            columns.append(column)
         status = OneVsRest.worst_status(c.status for c in columns)
         x = problem.stack(columns)  # a failed class holds NaN
         family = max((c.info.get("tolerance_family", "iterative") for c in columns),
