@@ -5,7 +5,8 @@ degenerate (``degenerate_`` set: a constant model, or every unlabeled point in o
 
     python benchmarks/bench_defaults.py                 # 3 seeds, every estimator
     python benchmarks/bench_defaults.py --seeds 5 --only LapSVC EREClassifier
-    python benchmarks/bench_defaults.py --set LapSVC gamma_A=1e-6 gamma_I=1
+    python benchmarks/bench_defaults.py --set LapSVC gamma_A=1e-2 gamma_I=1e-2
+    python benchmarks/bench_defaults.py --only LapSVC --moons 4000 10000   # larger two moons
 
 ``--set`` runs that estimator with its defaults and with the given parameters side by side
 (``NAME*``), interleaved in one run. The last row is the total fit time in seconds. No parameter
@@ -49,8 +50,12 @@ def _per_class(name, X, truth, per_class, seed):
     return name, X, y, truth
 
 
-def cases(seed: int):
-    """(name, X, y with -1 unlabeled, true labels) of every data set for one seed."""
+def cases(seed: int, moons=()):
+    """(name, X, y with -1 unlabeled, true labels) of every data set for one seed; ``moons``
+    adds two moons of those sizes with 10 labels."""
+    for n in moons:
+        data = two_moons(n=n, n_labeled=10, seed=seed)
+        yield f"two_moons n={n} l=10", data.X, data.semi_supervised_targets(), data.class_labels()
     for name, data in (("two_moons n=2000 l=10", two_moons(n=2000, n_labeled=10, seed=seed)),
                        ("two_moons n=400 l=4", two_moons(n=400, n_labeled=4, seed=seed)),
                        ("gaussian_blobs n=500 l=10", gaussian_blobs(n=500, n_labeled=10,
@@ -84,6 +89,8 @@ def main() -> None:
                         help="estimators to run (default: all)")
     parser.add_argument("--set", nargs="+", metavar=("ESTIMATOR", "NAME=VALUE"),
                         help="run one estimator with these parameters instead of its defaults")
+    parser.add_argument("--moons", nargs="*", type=int, default=[], metavar="N",
+                        help="also two moons of N points with 10 labels (e.g. 4000 10000)")
     args = parser.parse_args()
     models = {"LabelSpreading": LabelSpreading}
     for name in args.only or ESTIMATORS:
@@ -101,7 +108,7 @@ def main() -> None:
     degenerate: dict = {}
     seconds = dict.fromkeys(models, 0.0)
     for seed in range(args.seeds):
-        for case, X, y, truth in cases(seed):
+        for case, X, y, truth in cases(seed, args.moons):
             unlabeled = y == -1
             for name, cls in models.items():
                 with warnings.catch_warnings():

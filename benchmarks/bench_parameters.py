@@ -5,9 +5,9 @@ transductive accuracy over seeds: the evidence behind docs/parameters.md.
     python benchmarks/bench_parameters.py            # 3 seeds, about three minutes
     python benchmarks/bench_parameters.py --seeds 1
 
-Three sweeps, each from the defaults (gamma_A = gamma_I = 1e-2, sigma = the median distance,
-n_neighbors = 10): the (gamma_A, gamma_I) grid; sigma as a multiple of the median distance; and
-n_neighbors. Every fit uses ``solver="laprls-direct"`` (one factorization whatever the
+Three sweeps, each from the defaults (gamma_A = 1e-6, gamma_I = 1, sigma = the median
+distance, n_neighbors = 10): the (gamma_A, gamma_I) grid; sigma as a multiple of the median
+distance; and n_neighbors. Every fit uses ``solver="laprls-direct"`` (one factorization whatever the
 conditioning), so the sweep measures the model, not the solver that ``"auto"`` would pick.
 """
 
@@ -79,9 +79,9 @@ def main() -> None:
     print(f"LapRLSC transductive accuracy %, mean of {args.seeds} seeds\n")
     print("gamma_A / gamma_I (sigma = median distance, n_neighbors = 10):")
     _table(gammas, grid, lambda c: f"{c[0]:g}/{c[1]:g}")
-    print("sigma as a multiple of the median distance (gamma_A = gamma_I = 1e-2):")
+    print("sigma as a multiple of the median distance (gamma_A = 1e-6, gamma_I = 1):")
     _table(sigmas, list(SIGMA_FACTORS), lambda f: f"{f:g}x")
-    print("n_neighbors (gamma_A = gamma_I = 1e-2, sigma = median distance):")
+    print("n_neighbors (gamma_A = 1e-6, gamma_I = 1, sigma = median distance):")
     _table(neighbours, list(NEIGHBOURS), str)
     print(f"{time.perf_counter() - start:.0f} s; load at end: "
           f"{' '.join(f'{x:.2f}' for x in os.getloadavg())}")

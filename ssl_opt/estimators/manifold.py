@@ -97,7 +97,7 @@ OPERATOR_SOLVERS = {"matrix-free": ("pcg",), "matrix-free-float32": ("pcg",),
 class _ManifoldClassifier(CertifiedMixin, SemiSupervisedClassifierMixin, BaseEstimator):
     """Shared by :class:`LapSVC` and :class:`LapRLSC` (parameters documented there)."""
 
-    def __init__(self, gamma_A: float = 1e-2, gamma_I: float = 1e-2, *, kernel="rbf",
+    def __init__(self, gamma_A: float = 1e-6, gamma_I: float = 1.0, *, kernel="rbf",
                  sigma=None, degree: int = 3, coef0: float = 1.0, poly_scale=None,
                  n_neighbors: int = 10, graph_weights: str = "binary",
                  normalized_laplacian: bool = True, laplacian_power: int = 1,
@@ -472,7 +472,7 @@ class LapSVC(_ManifoldClassifier):
     the original LapSVM, "huber", "logistic", ...).
     """ + _COMMON_DOC
 
-    def __init__(self, gamma_A: float = 1e-2, gamma_I: float = 1e-2, *, loss="squared_hinge",
+    def __init__(self, gamma_A: float = 1e-6, gamma_I: float = 1.0, *, loss="squared_hinge",
                  kernel="rbf", sigma=None, degree: int = 3, coef0: float = 1.0,
                  poly_scale=None, n_neighbors: int = 10, graph_weights: str = "binary",
                  normalized_laplacian: bool = True, laplacian_power: int = 1,

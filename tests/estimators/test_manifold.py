@@ -121,11 +121,12 @@ def test_one_vs_rest_equals_independent_binary_problems(Est, solver):
 
 def test_precomputed_kernel_affinity_and_laplacian_match_the_built_ones():
     X, _, ys = _moons()
-    est = LapSVC(sigma=0.4).fit(X, ys)
+    # γ_A = 1e-2: at the default 1e-6 α is determined to ~1e-6 relative only (f is not)
+    est = LapSVC(1e-2, sigma=0.4).fit(X, ys)
     K = _rbf(X, X, 0.4)
     W = knn_graph(X, n_neighbors=10)
-    via_kernel = LapSVC(kernel="precomputed").fit(K, ys, affinity=W)
-    via_laplacian = LapSVC(sigma=0.4).fit(X, ys, laplacian=laplacian(W, normalized=True))
+    via_kernel = LapSVC(1e-2, kernel="precomputed").fit(K, ys, affinity=W)
+    via_laplacian = LapSVC(1e-2, sigma=0.4).fit(X, ys, laplacian=laplacian(W, normalized=True))
     X_new = np.random.default_rng(1).normal(size=(9, 2))
     for other in (via_kernel, via_laplacian):
         np.testing.assert_allclose(other.dual_coef_, est.dual_coef_, atol=1e-8)
@@ -145,8 +146,9 @@ def test_sparse_input_equals_dense():
     X, _, ys = _moons()
     # One solver for both: on this rank-2 K the coefficients are not unique (α + null(K) gives
     # the same f), and auto's choice rests on timings measured at each fit.
-    a = LapSVC(kernel="linear", solver="newton").fit(X, ys)
-    b = LapSVC(kernel="linear", solver="newton").fit(sp.csr_matrix(X), ys)
+    # γ_A = 1e-2: at the default 1e-6 α is determined to ~1e-6 relative only (f is not)
+    a = LapSVC(1e-2, kernel="linear", solver="newton").fit(X, ys)
+    b = LapSVC(1e-2, kernel="linear", solver="newton").fit(sp.csr_matrix(X), ys)
     np.testing.assert_allclose(b.dual_coef_, a.dual_coef_, atol=1e-9)
 
 
