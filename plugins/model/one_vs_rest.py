@@ -85,14 +85,16 @@ class OneVsRestSolver(Solver):
         return reasons
 
     def predicted_time(self, problem) -> float:
-        """c times the prediction of the solver ``select`` picks for one class."""
+        """The c classes with the class solver :func:`class_choice` picks."""
         chosen = _class_selection(problem)
-        return math.nan if chosen is None else problem.c * chosen.predicted_time[chosen.solver]
+        return math.nan if chosen is None else class_choice(problem, chosen, shared=True)[1]
 
     def predicted_memory(self, problem) -> float:
         """The class solver's: the classes run one after the other."""
         chosen = _class_selection(problem)
-        return math.nan if chosen is None else chosen.predicted_memory[chosen.solver]
+        if chosen is None:
+            return math.nan
+        return chosen.predicted_memory[class_choice(problem, chosen, shared=True)[0]]
 
     def _solve(self, problem: OneVsRest, class_solver, class_options, class_defaults,
                warm_start, shared_start) -> Solution:
@@ -108,7 +110,9 @@ class OneVsRestSolver(Solver):
         elif all(o == options[0] for o in options):
             # The classes differ in their labels only, which no prediction reads (sizes,
             # conditioning): one selection, one conditioning probe, serves them all.
-            names = [select(problem.first, class_solver, options=options[0]).solver] * problem.c
+            chosen = select(problem.first, class_solver, options=options[0])
+            names = [class_choice(problem, chosen, shared_start and not any(
+                "warm_start" in o for o in options) and warm_start is None)[0]] * problem.c
         else:
             names = [select(p, class_solver, options=o).solver
                      for p, o in zip(problem.columns, options, strict=True)]
@@ -152,6 +156,31 @@ def _class_selection(problem: OneVsRest):
         return select(problem.first, "auto")
     except UnsupportedProblemError:
         return None
+
+
+def class_choice(problem: OneVsRest, chosen, shared: bool) -> tuple[str, float]:
+    """The class solver for all c classes and their predicted seconds, from ``chosen`` (the
+    :class:`~ssl_opt.selection.select.Selection` of one class): c times a class's prediction,
+    except for a fast exact solver the shared start serves (``shared``), which factorizes once
+    for every class and then costs ``predicted_shared_time`` per class (Newton's later steps
+    update that factorization). The shared one replaces ``chosen.solver`` (a fast solver) when
+    it is predicted faster for the c classes."""
+    times = chosen.predicted_time
+    pick, best = chosen.solver, problem.c * times[chosen.solver]
+    if not shared or chosen.backend != "fast":
+        return pick, best
+    for name, seconds in times.items():
+        solver = registry.get_solver(name)
+        if (solver.backend != "fast" or solver.inexact(problem.first) or not math.isfinite(seconds)
+                or not hasattr(solver, "predicted_shared_time")
+                or not _shared_start_applies(problem, [solver], [{}])):
+            continue
+        total = seconds + (problem.c - 1) * solver.predicted_shared_time(problem.first)
+        if name == pick:
+            best = min(best, total)
+        elif total < best:
+            pick, best = name, total
+    return pick, best
 
 
 def _starts(problem: OneVsRest, warm_start) -> list | None:

@@ -138,3 +138,42 @@ def test_bad_input_is_refused_with_the_argument_named():
     assert kept.flags.writeable and np.array_equal(kept, Y)  # the caller's array untouched
     with pytest.raises(InvalidInputError, match="with_labels"):
         OneVsRest(K, Y)
+
+
+def test_class_solver_choice_counts_the_shared_factorization():
+    """Ten classes: Newton factorizes once for all of them (the shared start) and PCG iterates
+    per class, so the one-vs-rest choice is not the binary one times c. The pick must be the
+    faster of the two forced runs, where they differ by 2× or more."""
+    import time
+
+    from sklearn.datasets import load_digits
+
+    from ssl_opt.plugins.model.one_vs_rest import class_choice
+    from ssl_opt.selection.select import select
+
+    X, labels = load_digits(return_X_y=True)
+    X, labels = X[:900], labels[:900]
+    first = np.concatenate([np.flatnonzero(labels == k)[:3] for k in range(10)])
+    order = np.concatenate([first, np.setdiff1d(np.arange(labels.size), first)])
+    X, labels = X[order], labels[order]
+    K = rbf_kernel(X, sigma=float(np.median(np.linalg.norm(X[:200, None] - X[None, :200],
+                                                           axis=-1))))
+    L = laplacian(knn_graph(X, n_neighbors=10), normalized=True)
+    Y = np.where(labels[:30, None] == np.arange(10)[None, :], 1.0, -1.0)
+    problem = OneVsRest(LapSVM(K, L, Y[:, 0], 1e-2, 1.0, loss="squared_hinge"), Y)
+    chosen = select(problem.first, "auto")
+    pick, total = class_choice(problem, chosen, shared=True)
+    assert total <= problem.c * chosen.predicted_time[chosen.solver]
+    seconds = {}
+    for name in ("newton", "pcg"):
+        best = np.inf
+        for _ in range(2):
+            start = time.perf_counter()
+            ssl_opt.solve(problem, solver="one-vs-rest", class_solver=name)
+            best = min(best, time.perf_counter() - start)
+        seconds[name] = best
+    faster, slower = sorted(seconds, key=seconds.get)
+    if seconds[slower] >= 2.0 * seconds[faster]:
+        assert pick == faster, (pick, seconds)
+    solution = ssl_opt.solve(problem, solver="one-vs-rest")
+    assert solution.info["class_solvers"] == [pick] * problem.c
