@@ -73,7 +73,8 @@ class Solution:
     history: History = field(default_factory=History)
     info: dict[str, Any] = field(default_factory=dict)
     #: What the solver needs to continue exactly where it stopped, on the same problem object
-    #: (``warm_start=solution``; ``Solver.resumable``); None otherwise.
+    #: (``warm_start=solution``; ``Solver.resumable``), or work the next solver may reuse (a
+    #: factorization, e.g. ``laprls-direct``'s ``keep_factorization``); None otherwise.
     resume: Any = field(default=None, repr=False, compare=False)
 
     @property

@@ -93,7 +93,7 @@ class ReducedSystem:
         self.updates = problem.l + problem.bias <= UPDATE_SHARE * (problem.n + problem.bias)
         self._lu = None  # (key, LU factors) of the last A factorized
         self._unit_columns = None  # A₁⁻¹ E: its columns at the bias and labeled rows
-        self._update = None  # (key, rows T, R_T, LU of C) of the last update
+        self._update = None  # (key, (rows T, R_T, LU of C) or None: factorize) of the last Λ
         self._base_rows = self._K_rows = None  # |base| and |K_L| row sums, for ‖A‖∞
 
     @property
