@@ -7,10 +7,10 @@ hinge: its first step from 0 is the LapRLS solution) and a direct solver takes t
 square-loss surrogate (``laprls-direct``: one LU, c right-hand sides), every class starts from
 its column of that one solve instead of factorizing its own first step (counted in the class's
 iterations), and is handed that solve's factorization (``keep_factorization``), so Newton's
-later steps are updates of it: the c classes share one LU. ``select`` weighs this
-solver (c times the class solver's prediction) against a solver of the whole one-vs-rest
-problem (``laprls-direct`` on LapRLS), so an estimator only builds the problem and calls
-``solve``.
+later steps are updates of it: the c classes share one LU. ``select`` weighs this solver
+(the c classes as :func:`class_choice` predicts them) against a solver of the whole
+one-vs-rest problem (``laprls-direct`` on LapRLS), so an estimator only builds the problem and
+calls ``solve``.
 """
 
 from __future__ import annotations
