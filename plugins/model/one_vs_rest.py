@@ -111,8 +111,8 @@ class OneVsRestSolver(Solver):
             # The classes differ in their labels only, which no prediction reads (sizes,
             # conditioning): one selection, one conditioning probe, serves them all.
             chosen = select(problem.first, class_solver, options=options[0])
-            names = [class_choice(problem, chosen, shared_start and not any(
-                "warm_start" in o for o in options) and warm_start is None)[0]] * problem.c
+            may_share = shared_start and warm_start is None
+            names = [class_choice(problem, chosen, may_share, options)[0]] * problem.c
         else:
             names = [select(p, class_solver, options=o).solver
                      for p, o in zip(problem.columns, options, strict=True)]
@@ -158,13 +158,15 @@ def _class_selection(problem: OneVsRest):
         return None
 
 
-def class_choice(problem: OneVsRest, chosen, shared: bool) -> tuple[str, float]:
+def class_choice(problem: OneVsRest, chosen, shared: bool,
+                 options: list | None = None) -> tuple[str, float]:
     """The class solver for all c classes and their predicted seconds, from ``chosen`` (the
     :class:`~ssl_opt.selection.select.Selection` of one class): c times a class's prediction,
     except for a fast exact solver the shared start serves (``shared``), which factorizes once
     for every class and then costs ``predicted_shared_time`` per class (Newton's later steps
-    update that factorization). The shared one replaces ``chosen.solver`` (a fast solver) when
-    it is predicted faster for the c classes."""
+    update that factorization; ``options``, one dict per class, as :func:`_shared_start_applies`
+    reads them). The shared one replaces ``chosen.solver`` (a fast solver) when it is
+    predicted faster for the c classes."""
     times = chosen.predicted_time
     pick, best = chosen.solver, problem.c * times[chosen.solver]
     if not shared or chosen.backend != "fast":
@@ -173,7 +175,7 @@ def class_choice(problem: OneVsRest, chosen, shared: bool) -> tuple[str, float]:
         solver = registry.get_solver(name)
         if (solver.backend != "fast" or solver.inexact(problem.first) or not math.isfinite(seconds)
                 or not hasattr(solver, "predicted_shared_time")
-                or not _shared_start_applies(problem, [solver], [{}])):
+                or not _shared_start_applies(problem, [solver], options or [{}])):
             continue
         total = seconds + (problem.c - 1) * solver.predicted_shared_time(problem.first)
         if name == pick:
