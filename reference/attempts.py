@@ -172,7 +172,12 @@ def solve_until_optimal(prog: cp.Problem, cvxpy_solver: str | None = None,
         if status in FINAL_STATUSES:
             break
     if best is None:
-        outcome = Outcome("failed", None, reason=reason, attempts=tried)
+        final = tried[-1]["status"] if tried and tried[-1]["status"] in FINAL_STATUSES else ""
+        if final:
+            reason = (f"{tried[-1]['solver']} proves the program {final}"
+                      + (" (no point satisfies its constraints)" if final == "infeasible"
+                         else " (its objective decreases without bound)"))
+        outcome = Outcome(final or "failed", None, reason=reason, attempts=tried)
     else:
         _, outcome, caught = best
     if not outcome.optimal:

@@ -17,7 +17,7 @@ from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.optional import cvxpy as cp
 from ssl_opt.optional import installed
 from ssl_opt.reference.attempts import Outcome, solve_until_optimal
-from ssl_opt.solution import FAILED, INACCURATE, OPTIMAL, Solution
+from ssl_opt.solution import FAILED, INACCURATE, INFEASIBLE, OPTIMAL, UNBOUNDED, Solution
 from ssl_opt.solvers import Option, Solver, lacking_capabilities
 
 
@@ -145,4 +145,5 @@ def failed_solution(problem, reason: str, outcome: Outcome | None = None) -> Sol
 
     x = {k: np.full(shape, np.nan) for k, shape in problem.variables.items()}
     info = {"reason": reason, **(attempt_info(outcome) if outcome else {})}
-    return Solution(x, float("nan"), FAILED, 0, 0.0, "reference", "", info=info)
+    status = outcome.status if outcome and outcome.status in (INFEASIBLE, UNBOUNDED) else FAILED
+    return Solution(x, float("nan"), status, 0, 0.0, "reference", "", info=info)

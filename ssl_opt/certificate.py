@@ -144,7 +144,9 @@ def certify(problem, solution, reference=None, reference_budget: float = CERTIFY
     inner problem at ``x`` is checked against its own reference (``inner_objective_gap``), and
     the gap to a global reference (exhaustive enumeration on tiny instances) is reported as
     information only. A user loss whose derivatives disagree with its value raises
-    InvalidInputError; a badly scaled instance gets a BadScalingWarning.
+    InvalidInputError; a user term's (a model's) fails the check ``oracles``, naming it, since
+    the stationarity residual rests on them; a badly scaled instance gets a
+    BadScalingWarning.
     ``tolerances`` override the family defaults (``eps_abs``, ``eps_rel``,
     ``stationarity``, ``agreement``, and any residual name of ``problem.kkt``).
     """
@@ -165,11 +167,23 @@ def certify(problem, solution, reference=None, reference_budget: float = CERTIFY
     checks.append(Check("finite", 0.0 if finite and np.isfinite(objective) else 1.0, 0.0,
                         finite and np.isfinite(objective),
                         "" if finite else "the solution contains NaN or inf"))
+    if finite and not np.isfinite(objective) and hasattr(problem, "diagnose"):
+        from ssl_opt.modeling.diagnosis import nonfinite_terms
+
+        checks[-1].note = "; ".join(nonfinite_terms(problem, values))
+    # The stationarity below rests on the terms' own oracles: a user term's are checked here,
+    # whatever the solver was told (check_terms=False), or the certificate could pass a point
+    # that is stationary only for a wrong gradient.
+    oracle_errors = problem.oracle_errors(values) if finite and hasattr(
+        problem, "oracle_errors") else []
+    checks += [Check("oracles", 1.0, 0.0, False, error) for error in oracle_errors]
     approximation = getattr(problem, "approximation_note", "")
     if approximation:
         notes.append(approximation)
     if isinstance(solution, Solution) and solution.status != OPTIMAL:
-        notes.append(f"the solver reported status {solution.status!r} (not optimal)")
+        reason = solution.info.get("reason")
+        notes.append(f"the solver reported status {solution.status!r} (not optimal)"
+                     + (f": {reason}" if reason else ""))
 
     # The raw point goes to kkt: a solution may carry context beyond the variables (DA's T);
     # a model starts its minimization over subgradients at the solver's multipliers (any

@@ -17,7 +17,9 @@ MAX_ITERATIONS = "max_iterations"
 TIME_LIMIT = "time_limit"  # a time limit the user set was reached first
 STALLED = "stalled"
 INACCURATE = "inaccurate"  # a reference solver finished short of its tolerances
-FAILED = "failed"
+FAILED = "failed"  # no usable point: an error, or a NaN/inf objective (info["reason"])
+INFEASIBLE = "infeasible"  # no point satisfies the constraints (info["reason"] names them)
+UNBOUNDED = "unbounded"  # the objective decreases without bound (info["reason"])
 
 
 class History:

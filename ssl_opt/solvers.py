@@ -34,7 +34,7 @@ from ssl_opt import progress
 from ssl_opt._validation import check_positive, optional
 from ssl_opt.exceptions import InvalidInputError, UnsupportedProblemError
 from ssl_opt.optional import missing_reasons
-from ssl_opt.solution import FAILED, Solution
+from ssl_opt.solution import FAILED, INFEASIBLE, UNBOUNDED, Solution
 
 
 @dataclass(frozen=True)
@@ -244,11 +244,13 @@ class Solver:
         with (_thread_pools().limit(limits=threads, user_api="blas") if threads
               else contextlib.nullcontext()):
             solution = self._solve(problem, **opts)
-        solution.time = time.perf_counter() - start
         if solution.status != FAILED:
             # Every backend reports the objective evaluated the same way, from problem data.
             solution.info.setdefault("solver_objective", solution.objective)
-            solution.objective = float(problem.objective(solution.x))
+            with np.errstate(all="ignore"):
+                solution.objective = float(problem.objective(solution.x))
+        _honest_status(problem, solution)
+        solution.time = time.perf_counter() - start
         solution.backend = self.backend
         solution.solver = self.name
         solution.info.setdefault("tolerance_family", self.tolerance_family)
@@ -289,6 +291,20 @@ class Solver:
 
     def __repr__(self) -> str:
         return f"<{self.backend} solver {self.name!r}>"
+
+
+def _honest_status(problem, solution: Solution) -> None:
+    """Replace a status the solution's point contradicts: ``failed`` on a NaN/inf objective,
+    and what the problem's own ``diagnose`` finds (a model: ``infeasible``, ``unbounded``,
+    the term at fault; :mod:`ssl_opt.modeling.diagnosis`), the reason in ``info["reason"]``."""
+    diagnose = getattr(problem, "diagnose", None)
+    found = diagnose(solution) if callable(diagnose) else None
+    if (found is None and solution.status not in (FAILED, INFEASIBLE, UNBOUNDED)
+            and not np.isfinite(solution.objective)):
+        found = (FAILED, f"the objective is {solution.objective} at the returned point")
+    if found is not None:
+        solution.info.setdefault("solver_status", solution.status)
+        solution.status, solution.info["reason"] = found
 
 
 @functools.cache

@@ -88,7 +88,7 @@ from ssl_opt.plugins.model.common import (
     worst,
 )
 from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED
 from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: Over-relaxation α (Boyd et al. 2011 §3.4.3: 1.5–1.8 works well).
@@ -391,7 +391,7 @@ class _Run(Run):
                 status = OPTIMAL
         self.last_obj = obj
         self.record(**row)
-        status = status or (TIME_LIMIT if self.out_of_time() else None)
+        status = status or self.interruption()
         adapt = None
         if (status is None and self.adaptive and self.refactors <= MAX_REFACTORS
                 and rel_d > 0 and rel_p > 0

@@ -203,35 +203,15 @@ def gradient_seconds(model: Model, terms) -> float:
     return seconds
 
 
-def is_builtin_term(term) -> bool:
-    """The term's class is one of ssl_opt's own (tested), not a user's."""
-    return type(term).__module__.startswith("ssl_opt.")
-
-
 def check_user_terms(model: Model, terms, theta: np.ndarray, seed: int = 0) -> None:
-    """:func:`~ssl_opt.modeling.term.check_term` on every user (non built-in) term, at its
-    argument value at ``theta`` moved by a small random jitter (so that a kink of a
-    piecewise-quadratic term does not sit under the finite differences); raises
-    :class:`~ssl_opt.exceptions.InvalidInputError` naming the wrong oracle."""
+    """Raise :class:`~ssl_opt.exceptions.InvalidInputError` naming the first wrong oracle of a
+    user term (:func:`~ssl_opt.modeling.term.user_oracle_errors` at ``theta``)."""
     from ssl_opt.exceptions import InvalidInputError
-    from ssl_opt.modeling.term import check_term
+    from ssl_opt.modeling.term import user_oracle_errors
 
-    user = [t for t in terms if not is_builtin_term(t)]
-    if not user:
-        return
-    rng = np.random.default_rng(seed)
-    values = model.unpack_flat(theta)
-    for t in user:
-        z = np.asarray(t.argument.value(values), dtype=np.float64)
-        scale = max(1.0, float(np.max(np.abs(z), initial=0.0)))
-        jittered = z + 1e-3 * scale * rng.standard_normal(z.shape)
-        with np.errstate(all="ignore"):
-            usable = np.isfinite(t.value(jittered))
-        try:
-            check_term(t, jittered if usable else z, rng=rng)
-        except InvalidInputError as exc:
-            raise InvalidInputError(f"{exc} (option check_terms=False skips this check)"
-                                    ) from exc
+    errors = user_oracle_errors(terms, model.unpack_flat(theta), seed)
+    if errors:
+        raise InvalidInputError(f"{errors[0]} (option check_terms=False skips this check)")
 
 
 def model_solution(model: Model, theta: np.ndarray, status: str, iterations: int,

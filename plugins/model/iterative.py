@@ -13,7 +13,13 @@ step and the residuals it reads off the step) and a :class:`Run` keeps the rest:
   certificate (:func:`~ssl_opt.plugins.model.common.certificate_check` with a long
   minimization over the subgradients) decides, so a point that is optimal is reported
   ``optimal`` and one that is not keeps the method's honest reason (``max_iterations``,
-  ``time_limit``, ``stalled``).
+  ``time_limit``, ``stalled``);
+* infeasible constraints caught early: when the constraint residual a row records
+  (``feasibility``, or ADMM's ``primal``) has not halved from the first half of the run to
+  the second, at iterations :data:`FEASIBILITY_CHECK_AFTER` × 4^k, CVXPY is asked whether the
+  constraints alone are feasible (:func:`~ssl_opt.modeling.diagnosis.infeasibility`); when
+  they are not the run stops ``infeasible`` (:meth:`Run.interruption`) instead of spending
+  its iteration cap.
 """
 
 from __future__ import annotations
@@ -23,9 +29,10 @@ import time
 import numpy as np
 
 from ssl_opt._validation import check_bool
+from ssl_opt.modeling.diagnosis import infeasibility
 from ssl_opt.modeling.model import Model
 from ssl_opt.plugins.model.common import certificate_check, kink_tolerance
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, TIME_LIMIT, History
+from ssl_opt.solution import INFEASIBLE, MAX_ITERATIONS, OPTIMAL, TIME_LIMIT, History
 from ssl_opt.solvers import Option
 
 #: The options every generic iterative solver takes with the same meaning.
@@ -33,6 +40,9 @@ VERBOSE_OPTION = Option(False, "print a progress line at every check", check_boo
 
 #: The full certificate at the end: iterations and relative accuracy of its minimization.
 FINAL_CHECK_ITERS, FINAL_CHECK_TOL = 2000, 1e-10
+
+#: First iteration at which a stagnant constraint residual is tested for infeasibility.
+FEASIBILITY_CHECK_AFTER = 200
 
 
 class Run:
@@ -48,6 +58,10 @@ class Run:
         self.history = History()
         self.best: tuple | None = None
         self.certificates = 0
+        #: ``(status, reason)`` found during the run that ends it (``infeasible``).
+        self.verdict: tuple[str, str] | None = None
+        self._constraint_residuals: list[tuple[int, float]] = []
+        self._next_feasibility_check = FEASIBILITY_CHECK_AFTER
 
     @property
     def elapsed(self) -> float:
@@ -56,22 +70,49 @@ class Run:
     def out_of_time(self) -> bool:
         return self.time_limit is not None and self.elapsed >= self.time_limit
 
+    def interruption(self) -> str | None:
+        """The status to stop with before the iteration cap: the run's verdict
+        (``infeasible``), or ``time_limit``; else None."""
+        if self.verdict is not None:
+            return self.verdict[0]
+        return TIME_LIMIT if self.out_of_time() else None
+
     def budget_status(self, iterations: int) -> str | None:
-        """``max_iterations`` or ``time_limit`` when the budget is spent, else None."""
+        """``max_iterations``, ``time_limit`` or the run's verdict when the run must stop,
+        else None."""
         if iterations >= self.max_iter:
             return MAX_ITERATIONS
-        return TIME_LIMIT if self.out_of_time() else None
+        return self.interruption()
 
     def record(self, **row) -> dict:
         """Append a history row (its ``time`` added) and print it when ``verbose``."""
         row["time"] = self.elapsed
         self.history.append(**row)
+        self._watch_constraints(row)
         if self.verbose:
             it = int(row.get("iteration", len(self.history) - 1))
             print(f"[{self.name}] it {it:6d}  " + "  ".join(
                 f"{k} {_fmt(v)}" for k, v in row.items() if k not in ("iteration", "time")),
                 flush=True)
         return row
+
+    def _watch_constraints(self, row: dict) -> None:
+        """Test the constraints for infeasibility when their residual stagnates (module
+        docstring)."""
+        residual = row.get("feasibility", row.get("primal"))
+        if residual is None or not self.model.constraints or self.verdict is not None:
+            return
+        it = int(row.get("iteration", len(self.history)))
+        self._constraint_residuals.append((it, float(residual)))
+        if it < self._next_feasibility_check:
+            return
+        self._next_feasibility_check *= 4
+        early = min(r for i, r in self._constraint_residuals if 2 * i <= it)
+        late = min(r for i, r in self._constraint_residuals if 2 * i > it)
+        if late > 10 * self.tol and late > 0.5 * early:
+            reason = infeasibility(self.model)
+            if reason:
+                self.verdict = (INFEASIBLE, reason)
 
     def keep(self, score: float, point: np.ndarray, multipliers) -> None:
         """Keep ``point`` as the best iterate when its score is not above the best's (a
@@ -93,6 +134,9 @@ class Run:
         """``status``, or ``optimal`` when the full certificate passes at ``values`` (its
         residuals go to ``info["certificate"]``)."""
         if status == OPTIMAL:
+            return status
+        if self.verdict is not None and status == self.verdict[0]:
+            info["reason"] = self.verdict[1]
             return status
         cert = certificate_check(self.model, values, multipliers, FINAL_CHECK_ITERS,
                                  FINAL_CHECK_TOL, kink_tolerance(self.tol))

@@ -17,7 +17,7 @@ from ssl_opt.plugins.model.pdhg_split import (
     lipschitz,
     preconditioner,
 )
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, Solution
 
 #: Slack ε in ``T⁻¹ = ωT₀⁻¹ + (L/2)(1 + ε)`` (the convergence condition is strict).
 STEP_SLACK = 0.05
@@ -81,7 +81,7 @@ class PDHGRun(Run):
                 if self.failed_at_fixed_point >= STALL_CHECKS:
                     status = STALLED
         self.record(**row)
-        return status or (TIME_LIMIT if self.out_of_time() else None)
+        return status or self.interruption()
 
     def _feasibility(self, x) -> float:
         if not self.model.constraints:

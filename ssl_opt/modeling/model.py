@@ -255,6 +255,22 @@ class Model(Problem):
     def prediction(self, x) -> np.ndarray:
         return self.prediction_expression.value(self.unpack(x))
 
+    def oracle_errors(self, x) -> list[str]:
+        """One message per user term whose oracles (gradient, Hessian, prox, …) disagree with
+        its value at ``x`` (:func:`~ssl_opt.modeling.term.user_oracle_errors`): the
+        certificate's stationarity rests on them."""
+        from ssl_opt.modeling.term import user_oracle_errors
+
+        return user_oracle_errors(self.all_terms, self.unpack(x))
+
+    def diagnose(self, solution) -> tuple[str, str] | None:
+        """``(status, reason)`` replacing a solve's status when it ended without an optimum
+        for a reason of the model's (``failed``, ``infeasible``, ``unbounded``; see
+        :mod:`ssl_opt.modeling.diagnosis`), else None."""
+        from ssl_opt.modeling.diagnosis import diagnose
+
+        return diagnose(self, solution)
+
     def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity,
              cone) -> dict[str, float]:
         from ssl_opt.modeling.stationarity import stationarity

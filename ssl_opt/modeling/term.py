@@ -240,6 +240,9 @@ def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None
     z = np.asarray(z, dtype=np.float64)
     scale = max(1.0, float(np.max(np.abs(z))) if z.size else 1.0)
     caps = term.capabilities
+    if not isinstance(term, Constraint) and np.isnan(term.value(z)):
+        raise InvalidInputError(f"the value of {term!r} is NaN at its argument value; fix "
+                                "value().")
     if "gradient" in caps:
         for _ in range(2):
             d = rng.standard_normal(z.shape)
@@ -321,3 +324,30 @@ def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None
                 raise InvalidInputError(
                     f"the prox of {term!r} is not a minimizer of t·h(p) + ½‖p − v‖² (a nearby "
                     f"point is lower by {base - other:.3g}); fix prox().")
+
+
+def is_builtin_term(term: Term) -> bool:
+    """The term's class is one of ssl_opt's own (tested), not a user's."""
+    return type(term).__module__.startswith("ssl_opt.")
+
+
+def user_oracle_errors(terms, values: dict, seed: int = 0) -> list[str]:
+    """:func:`check_term` on every user (non built-in) term of ``terms`` at its argument value
+    at the variable values ``values``, moved by a small random jitter (so that a kink of a
+    piecewise-quadratic term does not sit under the finite differences): one message per term
+    with a wrong oracle."""
+    rng = np.random.default_rng(seed)
+    errors = []
+    for t in terms:
+        if is_builtin_term(t):
+            continue
+        z = np.asarray(t.argument.value(values), dtype=np.float64)
+        scale = max(1.0, float(np.max(np.abs(z), initial=0.0)))
+        jittered = z + 1e-3 * scale * rng.standard_normal(z.shape)
+        with np.errstate(all="ignore"):
+            usable = np.isfinite(t.value(jittered))
+        try:
+            check_term(t, jittered if usable else z, rng=rng)
+        except InvalidInputError as exc:
+            errors.append(str(exc))
+    return errors

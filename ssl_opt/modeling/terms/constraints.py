@@ -95,6 +95,10 @@ class Box(Constraint):
             raise InvalidInputError("Box bounds must allow finite values: lo < +inf and "
                                     "hi > -inf.")
 
+    def describe(self) -> str:
+        lo, hi = float(np.min(self.lo, initial=np.inf)), float(np.max(self.hi, initial=-np.inf))
+        return f"box[{lo:g}, {hi:g}]"  # the widest bounds, when they differ per entry
+
     def _bound(self, b, name) -> np.ndarray:
         arr = as_float_array(b, f"{name} of Box")
         if np.any(np.isnan(arr)):
