@@ -42,7 +42,7 @@ from ssl_opt.modeling import variants
 
 #: Sizes per variant (its builder's first argument), smallest first.
 GRIDS = {
-    "lapsvm_tv": (60, 120, 250, 500, 1000, 1500, 2000),
+    "lapsvm_tv": (60, 120, 250, 500, 1000, 1500, 2000, 3000, 4000),
     "laprls_l1": (60, 120, 250, 500, 1000, 1500, 2000),
     "linear_huber_enet": (200, 1000, 4000, 16000, 40000),
     "linear_logistic_enet": (200, 1000, 4000, 16000, 40000),
@@ -51,7 +51,7 @@ GRIDS = {
     "ere_group": (60, 200, 600, 1500, 4000, 10000),
     "ere_huber": (60, 200, 600, 1500, 4000, 10000),
     "multiclass_laprls": (90, 250, 500, 1000, 1500, 2500, 3500, 5000),
-    "multiclass_simplex": (90, 250, 500, 1000, 1500),
+    "multiclass_simplex": (90, 250, 500, 1000, 1500, 2500, 4000),
 }
 
 

@@ -17,6 +17,12 @@ symmetric matrix, the same everywhere) and through RKHS terms ``αᵀKα`` is re
 ``h = Rᵀα`` with ``K = RRᵀ``, so that ``Kα = R h`` and ``αᵀKα = ‖h‖²`` — the same problem, well
 conditioned even when K is nearly singular (an RBF Gram matrix), which Clarabel otherwise may
 fail on.
+
+Every kernel variable's product ``u = Kα`` (``R h`` when reparameterized) is a variable of its
+own, tied by one dense equality, so that the terms on ``f = Kα + b`` — the loss on its labeled
+rows, a graph quadratic's or graph TV's sparse incidence product ``D f`` — stay sparse instead
+of each multiplying K again (``D·K`` is a dense E × n block): the program a careful user writes
+by hand, against which ``benchmarks/bench_reference.py`` times it (docs/modeling.md).
 """
 
 from __future__ import annotations
@@ -50,33 +56,43 @@ def kernel_factor(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def build(model: Model):
     handles = {name: cp.Variable(shape, name=name) for name, shape in model.variables.items()}
-    kernels = _kernel_substitutions(model)
     factors = {}
-    for name, K in kernels.items():
+    for name, K in _kernel_substitutions(model).items():
         R, to_alpha = kernel_factor(K)
         shape = (R.shape[1],) + model.variables[name][1:]
         factors[name] = (K, R, to_alpha, cp.Variable(shape, name=f"{name}_h"))
+    products, ties = {}, []
+    for name, K in _kernel_products(model).items():
+        u = cp.Variable(model.variables[name], name=f"{name}_K")
+        products[name] = (K, u)
+        ties.append(u == (factors[name][1] @ factors[name][3] if name in factors
+                          else K @ handles[name]))
     objective = 0
     cones = {}
+    # With exponential cones in the program Clarabel was faster on a graph quadratic stated as
+    # the quadratic form of psd_wrap(L) (LASS + entropy, N = 8,000: 2.8 s against 4.3 s); on
+    # QPs and LPs on the incidence sum of squares, the term's own form (LASS + ℓ1 graph: 3.7 s
+    # against 15 s). Measured with benchmarks/bench_reference.py and bench_modeling.py.
+    exponential = model.structure.program_class == "exponential-cone"
     for k, term in enumerate(model.terms):
         name = _rkhs_of(term, factors)
         rows = _row_norm_weights(term)
         if rows is not None:
             t = cp.Variable(rows.size, name=f"t_{k}")
-            cones[k] = cp.SOC(t, _argument(term.argument, handles, factors), axis=1)
+            cones[k] = cp.SOC(t, _argument(term.argument, handles, products), axis=1)
             objective = objective + rows @ t
         elif name is not None:
             objective = objective + term.weight * cp.sum_squares(factors[name][3])
-        elif isinstance(term, QuadraticForm) and any(v.name in factors
-                                                      for v in term.argument.variables):
-            # A dense argument (R h): the r × r quadratic form, not ‖B R h‖² (E × r dense).
-            objective = objective + term.cvxpy(_argument(term.argument, handles, factors),
-                                               dense_argument=True)
+        elif isinstance(term, QuadraticForm) and exponential:
+            z = _argument(term.argument, handles, products)
+            M = cp.psd_wrap(term.M)
+            columns = [z] if len(term.shape) == 1 else [z[:, j] for j in range(term.shape[1])]
+            objective = objective + term.weight * sum(cp.quad_form(c, M) for c in columns)
         else:
-            objective = objective + term.cvxpy(_argument(term.argument, handles, factors))
-    constraints = list(cones.values())
+            objective = objective + term.cvxpy(_argument(term.argument, handles, products))
+    constraints = list(cones.values()) + ties
     for c in model.constraints:
-        constraints.extend(c.cvxpy(_argument(c.argument, handles, factors)))
+        constraints.extend(c.cvxpy(_argument(c.argument, handles, products)))
     return cp.Problem(cp.Minimize(objective), constraints), (handles, factors, cones)
 
 
@@ -125,20 +141,30 @@ def _multipliers(model: Model, cones: dict) -> list[np.ndarray]:
     return out + [np.zeros(c.shape) for c in model.constraints]
 
 
-def _argument(expr, handles, factors):
+def _argument(expr, handles, products):
+    """``expr`` in CVXPY, with every ``Kα`` of a kernel variable read off its product
+    variable."""
     total = None
     for var, m in expr.parts:
-        part = (_apply(m, factors[var.name]) if var.name in factors
-                else m.cvxpy(handles[var.name]))
+        if var.name in products and _is_product(m, products[var.name][0]):
+            part = _apply(m, products[var.name][1])
+        else:
+            part = m.cvxpy(handles[var.name])
         total = part if total is None else total + part
     return total if expr.offset is None else total + expr.offset
 
 
-def _apply(m, factor):
-    """The map ``m`` applied to α written as ``R h`` at its innermost ``K`` product."""
+def _apply(m, leaf):
+    """The map ``m`` with ``leaf`` (the variable ``Kα``) in place of its innermost ``K``
+    product."""
     if isinstance(m, Compose):
-        return m.outer.cvxpy(_apply(m.inner, factor))
-    return factor[1] @ factor[3]  # the innermost map is the variable's K (checked)
+        return m.outer.cvxpy(_apply(m.inner, leaf))
+    return leaf
+
+
+def _is_product(m, K) -> bool:
+    inner = _innermost(m)
+    return isinstance(inner, MatMul) and _same(inner.M, K)
 
 
 def _innermost(m):
@@ -150,9 +176,14 @@ def _same(a, b) -> bool:
 
 
 def _rkhs_of(term, factors) -> str | None:
+    return _rkhs_of_substituted(term, {name: f[0] for name, f in factors.items()})
+
+
+def _rkhs_of_substituted(term, kernels: dict) -> str | None:
+    """The reparameterized variable whose RKHS term ``αᵀKα`` (= ‖h‖²) ``term`` is, else None."""
     if isinstance(term, QuadraticForm) and term.argument.is_variable():
         name = term.argument.parts[0][0].name
-        if name in factors and _same(term.M, factors[name][0]):
+        if name in kernels and _same(term.M, kernels[name]):
             return name
     return None
 
@@ -181,6 +212,19 @@ def _kernel_substitutions(model: Model) -> dict[str, np.ndarray]:
                 1.0, float(np.max(np.abs(K)))))}
 
 
+def _kernel_products(model: Model) -> dict[str, np.ndarray]:
+    """Variables entering some argument through a dense square ``K`` (the first one met):
+    each gets its product ``Kα`` as a variable (module docstring)."""
+    found: dict[str, np.ndarray] = {}
+    for term in model.all_terms:
+        for var, m in term.argument.parts:
+            inner = _innermost(m)
+            if (isinstance(inner, MatMul) and isinstance(inner.M, np.ndarray)
+                    and inner.M.ndim == 2 and inner.M.shape[0] == inner.M.shape[1]):
+                found.setdefault(var.name, inner.M)
+    return found
+
+
 def missing(model: Model) -> list[str]:
     return terms_missing(model.all_terms)
 
@@ -201,36 +245,65 @@ def terms_missing(terms) -> list[str]:
 
 
 def cost(model: Model) -> float:
-    """Interior point on the assembled program, about 25 iterations: a map with a dense factor
-    enters the program as its dense product (``D·K`` for graph TV on a kernel expansion: an
-    m×n block; any map of a reparameterized kernel variable), costing
-    O(rows·cols·min(rows, cols)) per factorization; sparse maps grow like (nnz + N)^1.5;
+    """Interior point on the assembled program, about 25 iterations: a kernel variable's tie
+    ``u = Kα`` is one dense n × n block and the maps of ``u`` are sparse; another map with a
+    dense factor enters as its dense product, costing O(rows·cols·min(rows, cols)) per
+    factorization; sparse maps grow like (nnz + N)^1.5;
     exponential cones (entropy, logistic) take several times the iterations and work of a QP
     (measured: LASS with an entropy at N = 3000, 3–9 s)."""
-    dense, nnz = 0.0, model.size
-    substituted = set(_kernel_substitutions(model))  # α = R⁻ᵀh: every map of α is dense
+    products, substituted = _kernel_products(model), _kernel_substitutions(model)
+    dense = once = 0.0
+    for name, K in products.items():  # the ties u = Kα (u = R h when reparameterized)
+        n, columns = float(K.shape[0]), float(np.prod(model.variables[name][1:]))
+        if name in substituted:
+            once += n**3  # the eigendecomposition of K
+            dense += columns * n * _rank_estimate(K) ** 2
+        else:
+            dense += columns * n**3
+    nnz = model.size
     for term in model.all_terms:
         for var, m in term.argument.parts:
-            if var.name in substituted or any(isinstance(M, np.ndarray) for M in matrices(m)):
+            if var.name in products and _is_product(m, products[var.name]):
+                nnz += sum(getattr(M, "nnz", 0) for M in matrices(m))  # maps of u: sparse
+            elif any(isinstance(M, np.ndarray) for M in matrices(m)):
                 rows = float(m.out_shape[0]) if m.out_shape else 1.0
                 cols = float(m.in_shape[0]) if m.in_shape else 1.0
                 dense += rows * cols * min(rows, cols)
             else:
                 nnz += sum(getattr(M, "nnz", 0) for M in matrices(m))
         own = getattr(term, "M", None)
-        if isinstance(own, np.ndarray):
+        if isinstance(own, np.ndarray) and _rkhs_of_substituted(term, substituted) is None:
             dense += float(own.shape[0]) ** 3
-    seconds = 0.05 + 25 * (1.5e-10 * dense + 5e-9 * nnz**1.5)
+    seconds = 0.05 + EIGH_SECONDS * once + 25 * (1.5e-10 * dense + 5e-9 * nnz**1.5)
     if model.structure.program_class == "exponential-cone":
         seconds *= 8.0
-    elif dense and model.nonsmooth_terms:
+    elif dense and (model.nonsmooth_terms or model.constraints):
         seconds *= NONSMOOTH_DENSE_FACTOR
     return seconds
 
 
-#: Clarabel on a non-smooth program with dense blocks (a kernel expansion plus graph TV or ℓ1)
-#: took 2–6× the QP model above (LapSVM + TV, LapRLS + ℓ1 at n = 250–1000, benchmarks/
-#: bench_modeling.py).
+#: Seconds per n³ of a dense symmetric eigendecomposition (numpy, 2 cores, n = 1,000–3,500).
+EIGH_SECONDS = 1.1e-10
+#: Principal submatrix whose numerical rank estimates a kernel's (at KERNEL_RTOL).
+RANK_SAMPLE = 300
+
+
+def _rank_estimate(K: np.ndarray) -> float:
+    """The numerical rank of K, estimated from a random ``RANK_SAMPLE`` principal submatrix
+    (×1.3: the sample's rank was 1.1–1.5× below K's on RBF kernels of 500–3,500 points); K's
+    size when the sample is nearly full rank."""
+    n = K.shape[0]
+    if n <= RANK_SAMPLE:
+        return float(n)
+    idx = np.sort(np.random.default_rng(0).choice(n, RANK_SAMPLE, replace=False))
+    lam = np.linalg.eigvalsh(K[np.ix_(idx, idx)])
+    rank = int(np.sum(lam > KERNEL_RTOL * lam[-1]))
+    return float(n) if rank >= 0.9 * RANK_SAMPLE else min(float(n), 1.3 * rank)
+
+
+#: Clarabel on a program with dense blocks and a non-smooth term or a constraint (a kernel
+#: expansion plus ℓ1, simplex rows on kernel scores) took 1.5–4× the QP model above
+#: (LapRLS + ℓ1 at n = 1,000, simplex scores at 500–1,000: benchmarks/bench_modeling.py).
 NONSMOOTH_DENSE_FACTOR = 3.0
 
 

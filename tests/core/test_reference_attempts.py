@@ -98,10 +98,14 @@ def test_no_optimal_attempt_returns_the_best_and_says_inaccurate(moons, monkeypa
     tried = ref.info["attempts"]
     assert ref.status == INACCURATE and len(tried) == 2
     assert {t["status"] for t in tried} == {"optimal_inaccurate"}
-    # Unconstrained program: the best point is the one with the lower objective.
+    # The program's one constraint is the kernel tie u = Rh (reference/model.py); the ladder
+    # ranks the stopped points by its violation, then objective: here the lower objective.
     best = min(tried, key=lambda t: t["objective"])
     assert ref.info["attempt"] == best["attempt"]
-    assert ref.objective == pytest.approx(best["objective"], rel=1e-9)
+    assert ref.info["cvxpy_value"] == pytest.approx(best["objective"], rel=1e-12)
+    # The model's objective at the recovered α (Kα = Rh exactly) differs from the program's
+    # value only by the tie's violation at a stopped point.
+    assert ref.objective == pytest.approx(best["objective"], rel=1e-5)
     exact = ssl_opt.solve(moons, solver="newton")
     assert ref.objective > exact.objective + 1e-9  # really short of the optimum
 

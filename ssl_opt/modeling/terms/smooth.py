@@ -232,16 +232,15 @@ class QuadraticForm(Term):
         M = self.M if columns == 1 else np.kron(self.M, np.eye(columns))
         return (2.0 * self.weight) * M
 
-    def cvxpy(self, z, dense_argument: bool = False):
-        """``w Σ_k z_kᵀ M z_k``: ``w‖Bz‖²`` for a Laplacian-like M (module docstring) unless
-        ``dense_argument`` (z a dense map of the variables, e.g. ``R h`` of a factored kernel:
-        ``BR`` would be a dense E × r block, the quadratic form only r × r)."""
+    def cvxpy(self, z):
+        """``w Σ_k z_kᵀ M z_k``: ``w‖Bz‖²`` for a Laplacian-like M (module docstring), else
+        the quadratic form of ``psd_wrap(M)``."""
         if isinstance(self.M, spla.LinearOperator):
             raise InvalidInputError(
                 f"{type(self).__name__} with a products-only {self._matrix_name} has no CVXPY "
                 "form; pass the matrix as an array or a sparse matrix to use the reference "
                 "backend.")
-        B = None if dense_argument else self.sum_of_squares_factor()
+        B = self.sum_of_squares_factor()
         if B is not None:
             return self.weight * cp.sum_squares(B @ z) if B.shape[0] else cp.Constant(0.0)
         M = cp.psd_wrap(self.M)
