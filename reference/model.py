@@ -69,11 +69,6 @@ def build(model: Model):
                           else K @ handles[name]))
     objective = 0
     cones = {}
-    # With exponential cones in the program Clarabel was faster on a graph quadratic stated as
-    # the quadratic form of psd_wrap(L) (LASS + entropy, N = 8,000: 2.8 s against 4.3 s); on
-    # QPs and LPs on the incidence sum of squares, the term's own form (LASS + ℓ1 graph: 3.7 s
-    # against 15 s). Measured with benchmarks/bench_reference.py and bench_modeling.py.
-    exponential = model.structure.program_class == "exponential-cone"
     for k, term in enumerate(model.terms):
         name = _rkhs_of(term, factors)
         rows = _row_norm_weights(term)
@@ -83,11 +78,6 @@ def build(model: Model):
             objective = objective + rows @ t
         elif name is not None:
             objective = objective + term.weight * cp.sum_squares(factors[name][3])
-        elif isinstance(term, QuadraticForm) and exponential:
-            z = _argument(term.argument, handles, products)
-            M = cp.psd_wrap(term.M)
-            columns = [z] if len(term.shape) == 1 else [z[:, j] for j in range(term.shape[1])]
-            objective = objective + term.weight * sum(cp.quad_form(c, M) for c in columns)
         else:
             objective = objective + term.cvxpy(_argument(term.argument, handles, products))
     constraints = list(cones.values()) + ties

@@ -107,9 +107,9 @@ class Run:
         if it < self._next_feasibility_check:
             return
         self._next_feasibility_check *= 4
-        early = min(r for i, r in self._constraint_residuals if 2 * i <= it)
+        early = min((r for i, r in self._constraint_residuals if 2 * i <= it), default=None)
         late = min(r for i, r in self._constraint_residuals if 2 * i > it)
-        if late > 10 * self.tol and late > 0.5 * early:
+        if early is not None and late > 10 * self.tol and late > 0.5 * early:
             reason = infeasibility(self.model)
             if reason:
                 self.verdict = (INFEASIBLE, reason)

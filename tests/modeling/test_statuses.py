@@ -157,3 +157,12 @@ def test_certificate_does_not_pass_on_a_wrong_gradient():
     right = _user_model()
     sol = ssl_opt.solve(right, solver="newton-cg")
     assert ssl_opt.certify(right, sol, reference=False).passed
+
+
+def test_infeasibility_watch_needs_rows_from_both_halves_of_the_run():
+    """A solver whose first recorded row comes after the first check point (pdhg checking every
+    500 iterations) is not judged on one half of the run: no error, and it still stops
+    infeasible once both halves have rows."""
+    model, _ = _simplex_with_small_box()
+    sol = ssl_opt.solve(model, solver="pdhg", max_iter=20000, check_every=500)
+    assert sol.status == "infeasible"
