@@ -61,6 +61,7 @@ def build(model: Model):
         R, to_alpha = kernel_factor(K)
         shape = (R.shape[1],) + model.variables[name][1:]
         factors[name] = (K, R, to_alpha, cp.Variable(shape, name=f"{name}_h"))
+    kernels = {name: factor[0] for name, factor in factors.items()}
     products, ties = {}, []
     for name, K in _kernel_products(model).items():
         u = cp.Variable(model.variables[name], name=f"{name}_K")
@@ -70,7 +71,7 @@ def build(model: Model):
     objective = 0
     cones = {}
     for k, term in enumerate(model.terms):
-        name = _rkhs_of(term, factors)
+        name = _rkhs_of(term, kernels)
         rows = _row_norm_weights(term)
         if rows is not None:
             t = cp.Variable(rows.size, name=f"t_{k}")
@@ -165,11 +166,7 @@ def _same(a, b) -> bool:
     return a is b or (a.shape == b.shape and np.array_equal(a, b))
 
 
-def _rkhs_of(term, factors) -> str | None:
-    return _rkhs_of_substituted(term, {name: f[0] for name, f in factors.items()})
-
-
-def _rkhs_of_substituted(term, kernels: dict) -> str | None:
+def _rkhs_of(term, kernels: dict) -> str | None:
     """The reparameterized variable whose RKHS term ``αᵀKα`` (= ‖h‖²) ``term`` is, else None."""
     if isinstance(term, QuadraticForm) and term.argument.is_variable():
         name = term.argument.parts[0][0].name
@@ -262,7 +259,7 @@ def cost(model: Model) -> float:
             else:
                 nnz += sum(getattr(M, "nnz", 0) for M in matrices(m))
         own = getattr(term, "M", None)
-        if isinstance(own, np.ndarray) and _rkhs_of_substituted(term, substituted) is None:
+        if isinstance(own, np.ndarray) and _rkhs_of(term, substituted) is None:
             dense += float(own.shape[0]) ** 3
     seconds = 0.05 + EIGH_SECONDS * once + 25 * (1.5e-10 * dense + 5e-9 * nnz**1.5)
     if model.structure.program_class == "exponential-cone":

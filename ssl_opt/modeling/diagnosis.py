@@ -153,8 +153,9 @@ def unboundedness(model, values: dict) -> str | None:
     with np.errstate(all="ignore"):
         origin = model.objective(model.unpack_flat(np.zeros_like(x)))
         scale = max(1.0, abs(origin)) if np.isfinite(origin) else 1.0
-        phi = [model.objective(model.unpack_flat(x + t * x)) for t in (0.0, 1.0, 10.0)]
-        allowed = not any(violated(model, model.unpack_flat(x + t * x)) for t in (1.0, 10.0))
+        points = [model.unpack_flat(x + t * x) for t in (0.0, 1.0, 10.0)]
+        phi = [model.objective(point) for point in points]
+        allowed = not any(violated(model, point) for point in points[1:])
     if not (norm > 0 and phi[0] < -DIVERGED * scale and allowed
             and np.all(np.isfinite(phi))):
         return None
