@@ -268,7 +268,11 @@ class Model(Problem):
         for a reason of the model's (``failed``, ``infeasible``, ``unbounded``; see
         :mod:`ssl_opt.modeling.diagnosis`), else None."""
         from ssl_opt.modeling.diagnosis import diagnose
+        from ssl_opt.solution import Solution
 
+        if not isinstance(solution, Solution):
+            raise InvalidInputError(f"solution must be a Solution (what ssl_opt.solve returns), "
+                                    f"got {type(solution).__name__}.")
         return diagnose(self, solution)
 
     def _kkt(self, x, kink_tol, max_iter, tol, verbose, complementarity,

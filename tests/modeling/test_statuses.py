@@ -166,3 +166,14 @@ def test_infeasibility_watch_needs_rows_from_both_halves_of_the_run():
     model, _ = _simplex_with_small_box()
     sol = ssl_opt.solve(model, solver="pdhg", max_iter=20000, check_every=500)
     assert sol.status == "infeasible"
+
+
+def test_diagnose_names_its_argument_and_leaves_the_point_alone():
+    y = Variable("y", (10,))
+    model = Model([Linear(y, -np.ones(10))], [NonNegative(y)])
+    with pytest.raises(InvalidInputError, match="solution must be a Solution"):
+        model.diagnose({"y": np.ones(10)})
+    sol = ssl_opt.solve(model, backend="fast")
+    before = sol.x["y"].copy()
+    model.diagnose(sol)
+    assert np.array_equal(sol.x["y"], before)
