@@ -7,7 +7,9 @@ Parts (stdout is the report, progress goes to stderr):
 (a) Variants (``ssl_opt.modeling.variants``) at growing sizes: the reference (``cvxpy``,
     Clarabel, tolerances 1e-10) and the fast solver ``select(model, backend="fast")`` picks,
     each timed once on the same instance; the fast objective's relative gap to the reference,
-    whether the fast solution certifies against that reference, and what ``auto`` picks. A
+    whether the fast solution certifies against that reference, and what ``auto`` picks; the
+    last column times ``irls-newton`` where it applies but is not the pick, and where the pick
+    is ``alm-newton`` (constraints on an expression) the model without its constraints. A
     variant's sizes stop growing once the reference takes ≥ ``--ref-cap`` seconds (default
     10): the last row is the ≥10 s comparison of the issue; the crossover is the smallest
     size where the fast path is faster.
@@ -38,7 +40,7 @@ import numpy as np
 
 import ssl_opt
 from ssl_opt import registry
-from ssl_opt.modeling import variants
+from ssl_opt.modeling import Model, variants
 
 #: Sizes per variant (its builder's first argument), smallest first.
 GRIDS = {
@@ -52,6 +54,10 @@ GRIDS = {
     "ere_huber": (60, 200, 600, 1500, 4000, 10000),
     "multiclass_laprls": (90, 250, 500, 1000, 1500, 2500, 3500, 5000),
     "multiclass_simplex": (90, 250, 500, 1000, 1500, 2500, 4000),
+    "multiclass_l21": (90, 250, 500, 1000, 1500, 2500, 3500),
+    "lapsvm_balance": (60, 120, 250, 500, 1000, 1500, 2000, 3000, 4000),
+    "lapsvm_box": (60, 120, 250, 500, 1000, 1500, 2000, 3000),
+    "label_propagation": (150, 600, 2400, 8000, 20000, 50000),
 }
 
 
@@ -84,6 +90,11 @@ def variant_rows(name: str, sizes, ref_cap: float, repeat: int = 1) -> list[str]
             log(f"{name} n={size}: irls-newton ...")
             other, t_other = timed(lambda m=model: ssl_opt.solve(m, solver="irls-newton"))
             newton = f"{t_other:.3g} ({other.status})"
+        elif fast_name == "alm-newton":  # the price of the constraints: the model without them
+            free = Model(model.terms, prediction=model.prediction_expression)
+            log(f"{name} n={size}: irls-newton without the constraints ...")
+            other, t_other = timed(lambda m=free: ssl_opt.solve(m, solver="irls-newton"))
+            newton = f"without constraints {t_other:.3g} ({other.status})"
         rows.append(f"| {name} | {size} | {model.size} | {t_ref:.3g} ({ref.status}) | "
                     f"{fast_name} | {t_fast:.3g} ({sol.status}) | {t_ref / t_fast:.1f}× | "
                     f"{gap:+.1e} | {passed} | {auto} | {newton} |")

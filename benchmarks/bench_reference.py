@@ -48,6 +48,10 @@ SIZES = {
     "ere_huber": (4000,),
     "multiclass_laprls": (1500,),
     "multiclass_simplex": (500,),
+    "multiclass_l21": (500,),
+    "lapsvm_balance": (1000,),
+    "lapsvm_box": (1000,),
+    "label_propagation": (8000,),
 }
 
 
@@ -90,6 +94,23 @@ def _margin(term, f):
 def hand_written(name: str, model, f_variable: bool = False) -> cp.Problem:
     """The hand-written program of variant ``name`` on the instance ``model`` (a kernel
     model's ``f = Kα + b`` a variable of its own when ``f_variable``)."""
+    if name in ("lapsvm_balance", "lapsvm_box"):
+        alpha, f, regularizers, ties = _kernel_parts(model, f_variable)
+        margin = model.terms[0]
+        c = model.constraints[0]
+        if name == "lapsvm_balance":
+            l = margin.y.size
+            constraints = [cp.sum(f[l:]) / (f.shape[0] - l) == c.r]
+        else:
+            constraints = [f >= c.lo, f <= c.hi]
+        return cp.Problem(cp.Minimize(_margin(margin, f) + regularizers), constraints + ties)
+    if name == "label_propagation":
+        graph, fit = model.terms
+        F = cp.Variable(model.variables["F"])
+        Lw = cp.psd_wrap(graph.M)
+        objective = (graph.weight * sum(cp.quad_form(F[:, k], Lw) for k in range(F.shape[1]))
+                     + fit.weight * cp.sum_squares(F - fit.target))
+        return cp.Problem(cp.Minimize(objective), [F >= 0, cp.sum(F, axis=1) == 1])
     if name in ("lapsvm_tv", "laprls_l1"):
         alpha, f, regularizers, ties = _kernel_parts(model, f_variable)
         objective = _margin(model.terms[0], f) + regularizers
@@ -143,6 +164,8 @@ def hand_written(name: str, model, f_variable: bool = False) -> cp.Problem:
         fit = model.terms[0]
         l = fit.target.shape[0]
         objective = fit.weight * cp.sum_squares(f[:l] - fit.target) + regularizers
+        if name == "multiclass_l21":
+            objective += _term(model, "group_norms").weight * cp.sum(cp.norm(alpha, 2, axis=1))
         constraints = [f >= 0, cp.sum(f, axis=1) == 1] if model.constraints else []
         return cp.Problem(cp.Minimize(objective), constraints + ties)
     raise ValueError(f"no hand-written program for {name!r}")

@@ -48,6 +48,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ssl_opt.plugins.model.one_vs_rest",
     "ssl_opt.plugins.model.admm_split",
     "ssl_opt.plugins.model.irls_mm",
+    "ssl_opt.plugins.model.alm_newton",
     "ssl_opt.problems.manifold.examples",
     "ssl_opt.problems.linear.examples",
     "ssl_opt.problems.lass.examples",

@@ -34,6 +34,7 @@ from ssl_opt.modeling.maps import (
     mixed_product,
 )
 from ssl_opt.modeling.model import Model
+from ssl_opt.modeling.term import LowRank
 
 #: Largest number of unknowns for which a dense Hessian (8N² bytes) is assembled.
 DENSE_MAX_UNKNOWNS = 8000
@@ -103,7 +104,10 @@ def unassemblable(model: Model, terms) -> list[str]:
 
 
 def as_matrix(S, size: int):
-    """A term Hessian (1-D diagonal, sparse or dense) as a sparse or dense ``size×size``."""
+    """A term Hessian (1-D diagonal, sparse, dense or low rank) as a sparse or dense
+    ``size×size``."""
+    if isinstance(S, LowRank):
+        return S.toarray()
     if sp.issparse(S):
         return S.tocsr()
     S = np.asarray(S, dtype=np.float64)
@@ -256,7 +260,8 @@ class KernelReduction:
         position[a] = np.arange(n)
         position[others] = n + np.arange(others.size)
         terms = self.assembler.terms
-        constant = self._constant_terms
+        low_rank = {i for i, H in enumerate(hessians) if isinstance(H, LowRank)}
+        constant = self._constant_terms - low_rank
         if self._constant is None or not np.array_equal(self._constant[0], others):
             A = np.zeros((n + others.size,) * 2)
             skip = set(self.quadratic) | (set(range(len(terms))) - constant)
@@ -264,8 +269,10 @@ class KernelReduction:
             A[np.arange(n), np.arange(n)] += sum(self.quadratic.values())
             self._constant = (others, A)
         A = self._constant[1].copy()
-        self._add(A, self.assembler.mids(hessians, skip=set(self.quadratic) | constant),
-                  position, n)
+        skip = set(self.quadratic) | constant | low_rank
+        self._add(A, self.assembler.mids(hessians, skip=skip), position, n)
+        for index in low_rank:
+            self._add_low_rank(A, index, hessians[index], position, n)
         rhs = np.concatenate([pulled_core + sum(self.quadratic.values()) * theta[a],
                               grad[others]])
         step = la.lu_solve(la.lu_factor(A, check_finite=False), -rhs, check_finite=False)
@@ -288,6 +295,30 @@ class KernelReduction:
                     continue
                 r, c = position[rows.block], position[cols.block]
                 keep_r, keep_c = r >= 0, c >= 0
+                A[np.ix_(r[keep_r], c[keep_c])] += block[np.ix_(keep_r, keep_c)]
+
+    def _add_low_rank(self, A: np.ndarray, index: int, H: LowRank, position: np.ndarray,
+                      n: int) -> None:
+        """Add term ``index``'s blocks ``P_qᵀ U diag(s) Uᵀ P_p`` (C applied on α's columns)
+        to A in the order that keeps them rank r: ``(P_qᵀU)·(s ∘ (UᵀP_p)C)``, ``O(r n²)``
+        where forming ``Pᵀ U s Uᵀ P`` first and multiplying by C would cost a GEMM."""
+        C = self.assembler._cores[self.key]
+        a = self.alpha
+        parts = self.assembler.parts[index]
+        for q in parts:
+            left = np.asarray(q.P.T @ H.U)
+            r = position[q.block]
+            keep_r = r >= 0
+            for p in parts:
+                right = H.s[:, None] * np.asarray((p.P.T @ H.U).T)
+                if p.block == a:
+                    right = right @ C
+                block = left @ right
+                if q.block == a and p.block == a:
+                    A[:n, :n] += block
+                    continue
+                c = position[p.block]
+                keep_c = c >= 0
                 A[np.ix_(r[keep_r], c[keep_c])] += block[np.ix_(keep_r, keep_c)]
 
     def pulled_core(self, gradients) -> np.ndarray:

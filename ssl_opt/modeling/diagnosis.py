@@ -5,11 +5,15 @@ r"""Why a solve of a model ended without an optimum: the statuses ``failed``, ``
 * ``failed`` — the returned point or the objective there is not finite; the reason names the
   variables holding NaN/inf or the terms whose value is not finite.
 * ``infeasible`` — no point satisfies the constraints. Proved by CVXPY (Clarabel) on the
-  program of the constraints alone (a zero objective), which a deletion filter shrinks to a
-  minimal conflicting subset, the constraints the reason names. Run only when a solve stops
-  short at a point that violates a constraint, or when a splitting solver's constraint
-  residual stops decreasing (``plugins/model/iterative.py``); never for a single constraint
-  on a whole variable (its set is not empty).
+  program of the constraints alone (a zero objective) — first with each distinct argument a
+  free variable (a relaxation: infeasible there is infeasible), then as stated — which a
+  deletion filter shrinks to a minimal conflicting subset, the constraints the reason names.
+  Run only when a solve stops short at a point that violates a constraint, or when a
+  splitting solver's constraint residual stops decreasing (``plugins/model/iterative.py``);
+  never for a single constraint on a whole variable (its set is not empty). The program as
+  stated is skipped for constraints on maps holding more than
+  :data:`FEASIBILITY_DENSE_ENTRIES` dense entries (a kernel expansion's K: it alone would take
+  longer than the solve); the relaxation still runs.
 * ``unbounded`` — the objective decreases without bound along a direction the constraints
   allow. Read off the returned point ``x`` of a run that diverged: its objective is below
   ``−``:data:`DIVERGED` ``× max(1, |f(0)|)``, and along ``d = x/‖x‖`` (a diverging iterate
@@ -34,6 +38,9 @@ SHORT_STOPS = (MAX_ITERATIONS, STALLED, TIME_LIMIT)
 FEASIBLE_TOL = 1e-6
 #: Seconds given to each CVXPY feasibility program (Clarabel's time limit).
 FEASIBILITY_SECONDS = 10.0
+#: Dense matrix entries in the constraints' maps above which no feasibility program is built
+#: (the verdict is "cannot tell"): a kernel expansion at n ≈ 700.
+FEASIBILITY_DENSE_ENTRIES = 500_000
 #: Constraints up to which the deletion filter names a minimal conflicting subset.
 FILTER_CONSTRAINTS = 8
 #: The objective at a diverged point, relative to ``max(1, |f(0)|)`` (below its negative).
@@ -129,12 +136,44 @@ def _infeasibility(model) -> str | None:
     return f"the constraints {names} conflict (CVXPY proves them infeasible on their own)"
 
 
+def _dense_entries(constraints) -> int:
+    """Entries of the dense matrices in the constraints' argument maps (a kernel expansion's
+    K: CVXPY's canonicalization and Clarabel's factorization of it take seconds at n = 1,000
+    and over a minute at 2,000, whatever the time limit)."""
+    import scipy.sparse as sp
+
+    total = 0
+    for c in constraints:
+        for _, linear in c.argument.parts:
+            for f in linear.factors():
+                M = getattr(f, "M", None)
+                if M is not None and not sp.issparse(M) and np.ndim(M) == 2:
+                    total += int(np.size(M))
+    return total
+
+
 def _feasible(model, constraints) -> bool | None:
-    """CVXPY's verdict on the constraints alone: True, False, or None (undecided)."""
+    """CVXPY's verdict on the constraints alone: True, False, or None (undecided). First on
+    the relaxation where each distinct argument is a free variable of its own (no map to
+    canonicalize; infeasible there is infeasible for the model: conflicting boxes on the same
+    ``f = Kα + b``, whose full program Clarabel calls only ``infeasible_inaccurate``), then,
+    unless the maps hold more than :data:`FEASIBILITY_DENSE_ENTRIES` dense entries, on the
+    constraints as stated."""
     from ssl_opt.optional import cvxpy as cp
 
+    arguments: dict[int, object] = {}
+    for c in constraints:
+        arguments.setdefault(id(c.argument), cp.Variable(c.shape) if c.shape else cp.Variable())
+    if _verdict(cp, [f for c in constraints for f in c.cvxpy(arguments[id(c.argument)])]
+                ) is False:
+        return False
+    if _dense_entries(constraints) > FEASIBILITY_DENSE_ENTRIES:
+        return None
     handles = {name: cp.Variable(shape, name=name) for name, shape in model.variables.items()}
-    forms = [f for c in constraints for f in c.cvxpy(c.argument.cvxpy(handles))]
+    return _verdict(cp, [f for c in constraints for f in c.cvxpy(c.argument.cvxpy(handles))])
+
+
+def _verdict(cp, forms) -> bool | None:
     prog = cp.Problem(cp.Minimize(0), forms)
     try:
         prog.solve(solver=cp.CLARABEL, time_limit=FEASIBILITY_SECONDS)

@@ -30,6 +30,13 @@ SMALL = {
                                 "3-class LapRLS with n×c outputs, blobs n=45"),
     "model-multiclass-simplex": (variants.multiclass_simplex, 45,
                                  "3-class kernel scores on the simplex, blobs n=45"),
+    "model-multiclass-l21": (variants.multiclass_l21, 45,
+                             "3-class LapRLS + row ℓ2,1 on α, blobs n=45"),
+    "model-lapsvm-balance": (variants.lapsvm_balance, 60,
+                             "LapSVM with the balance constraint on f_u, two moons n=60"),
+    "model-lapsvm-box": (variants.lapsvm_box, 60, "LapSVM with −½ ≤ f ≤ ½, two moons n=60"),
+    "model-label-propagation": (variants.label_propagation, 60,
+                                "label spreading with simplex rows, blobs n=60"),
     "model-transductive-huber-enet": (transductive_huber_enet, 80,
                                       "transductive Huber hinge + elastic net (tsvm-model), "
                                       "sparse text n=80"),

@@ -22,6 +22,9 @@ capability          method                                unlocks
                     (→ h as δ → 0)
 ==================  ====================================  ====================================
 
+A constraint that gives ``distance_hessian(v)`` = ∇²(½dist²(v, C)) = I − ∂P_C(v) offers the
+capability of that name: the augmented Lagrangian with Newton steps (``alm-newton``).
+
 A smooth term's subdifferential is ``{∇h(z)}``, so ``gradient`` gives ``subdifferential``.
 A :class:`Constraint` is the indicator of a convex set on its argument: its ``value`` is 0, its
 CVXPY form is a list of constraints, ``feasibility(z)`` measures the violation, ``prox`` is the
@@ -57,6 +60,7 @@ TERM_METHODS: dict[str, tuple[str, ...]] = {
     "hessian": ("hessian",),
     "smoothing": ("smoothed",),
     "norm_structure": ("norm_structure",),
+    "distance_hessian": ("distance_hessian",),
 }
 #: Capability → the flag (class or instance attribute) a term sets to offer it.
 TERM_FLAGS: dict[str, str] = {
@@ -145,7 +149,8 @@ class Term:
 
     def hessian(self, z: np.ndarray):
         """``∇²h(z)`` in the C-order flattening of ``z``: a 1-D array (the diagonal), a scipy
-        sparse matrix or a dense 2-D array (generalized at kinks, as ``hessp``)."""
+        sparse matrix, a dense 2-D array or a :class:`LowRank` ``U diag(s) Uᵀ`` (generalized
+        at kinks, as ``hessp``)."""
         raise NotImplementedError(f"{self!r} has no assembled Hessian")
 
     def smoothed(self, z: np.ndarray, delta: float, hessian: bool = True
@@ -212,12 +217,41 @@ class Constraint(Term):
         """``(lo, hi)`` arrays of the argument's shape when C is a box (±inf allowed)."""
         raise NotImplementedError(f"{self!r} is not a box")
 
+    def distance_hessian(self, v: np.ndarray):
+        """``∇²(½ dist²(v, C)) = I − ∂P_C(v)`` (a generalized Jacobian of the projection where
+        it has kinks), in :meth:`Term.hessian`'s formats: the curvature of the augmented
+        Lagrangian's penalty ``ρ/2·dist²(z + λ/ρ, C)``."""
+        raise NotImplementedError(f"{self!r} has no distance Hessian")
+
     def describe(self) -> str:
         return self.name
 
 
-def _apply_hessian(H, v: np.ndarray) -> np.ndarray:
-    """``H·v`` for a Hessian in :meth:`Term.hessian`'s formats (diagonal, sparse, dense)."""
+class LowRank:
+    """A Hessian ``U diag(s) Uᵀ`` kept factored (``U``: size × r, ``s``: r): a linear
+    equality's penalty curvature, which as a dense matrix would cost size² per step."""
+
+    def __init__(self, U: np.ndarray, s: np.ndarray):
+        self.U = np.asarray(U, dtype=np.float64).reshape(np.shape(U)[0], -1)
+        self.s = np.asarray(s, dtype=np.float64).reshape(-1)
+
+    def __matmul__(self, v: np.ndarray) -> np.ndarray:
+        return self.U @ (self.s * (self.U.T @ np.ravel(v)))
+
+    def __mul__(self, c: float) -> LowRank:
+        return LowRank(self.U, c * self.s)
+
+    __rmul__ = __mul__
+
+    def toarray(self) -> np.ndarray:
+        return (self.U * self.s) @ self.U.T
+
+
+def apply_hessian(H, v: np.ndarray) -> np.ndarray:
+    """``H·v`` for a Hessian in :meth:`Term.hessian`'s formats (diagonal, sparse, dense, low
+    rank)."""
+    if isinstance(H, LowRank):
+        return H @ v
     if sp.issparse(H) or np.ndim(H) == 2:
         return np.ravel(H @ v)
     return np.asarray(H, dtype=np.float64) * v
@@ -265,7 +299,7 @@ def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None
         d = rng.standard_normal(z.shape)
         eps = 1e-6 * scale
         fd_h = np.ravel(term.gradient(z + eps * d) - term.gradient(z - eps * d)) / (2 * eps)
-        an_h = _apply_hessian(term.hessian(z), np.ravel(d))
+        an_h = apply_hessian(term.hessian(z), np.ravel(d))
         err = float(np.max(np.abs(fd_h - an_h))) if z.size else 0.0
         if err > rtol * max(1.0, float(np.max(np.abs(fd_h)))):
             raise InvalidInputError(
@@ -281,7 +315,7 @@ def check_term(term: Term, z: np.ndarray, rng: np.random.Generator | None = None
         an = float(np.sum(grad * d))
         fd_h = np.ravel(term.smoothed(z + eps * d, delta)[1]
                         - term.smoothed(z - eps * d, delta)[1]) / (2 * eps)
-        err_h = float(np.max(np.abs(fd_h - _apply_hessian(hess, np.ravel(d))))) if z.size else 0
+        err_h = float(np.max(np.abs(fd_h - apply_hessian(hess, np.ravel(d))))) if z.size else 0
         if abs(fd - an) > rtol * max(1.0, abs(fd), abs(an)) or err_h > rtol * max(
                 1.0, float(np.max(np.abs(fd_h), initial=0.0))):
             raise InvalidInputError(

@@ -18,6 +18,12 @@ builder                     variant
 ``ere_huber``               ERE with Huber edge terms
 ``multiclass_laprls``       LapRLS with n × c outputs (one-vs-rest targets)
 ``multiclass_simplex``      the same with every row of scores on the simplex
+``multiclass_l21``          multi-class LapRLS + row-group ℓ2,1 on α (classes share support)
+``lapsvm_balance``          LapSVM (squared hinge) with the S3VM balance constraint on the
+                            unlabeled outputs, mean f_u = 2r − 1
+``lapsvm_box``              LapSVM (squared hinge) with the box −½ ≤ f ≤ ½ on every output
+``label_propagation``       label spreading (Zhou et al. 2004) with every row of F on the
+                            simplex: tr(FᵀLF) + μ‖F − Y‖², Y one-hot on the labeled rows
 ==========================  ================================================================
 """
 
@@ -34,6 +40,8 @@ from ssl_opt.modeling.expressions import Variable
 from ssl_opt.modeling.model import Model
 from ssl_opt.modeling.terms import (
     L1,
+    Balance,
+    Box,
     ElasticNet,
     Entropy,
     FixedRows,
@@ -185,6 +193,48 @@ def multiclass_simplex(n: int = 90, seed: int = 0, rkhs: float = 0.5) -> Model:
                  unique_prediction=True)
 
 
+def multiclass_l21(n: int = 90, seed: int = 0, rkhs: float = 0.5e-2, mu: float = 1e-3) -> Model:
+    f, onehot, regularizers = _multiclass(n, seed, rkhs)
+    alpha = f.variables[0]
+    return Model([SquaredError(f[: len(onehot)], 2.0 * onehot - 1.0, 0.5)] + regularizers
+                 + [GroupNorms(alpha, mu)], prediction=f, name="multiclass-l21")
+
+
+def _lapsvm(n: int, seed: int):
+    data, K, W, L = _moons(n, seed)
+    _, f, terms = _kernel_model_terms(K, L, data.y, "squared_hinge", 1e-2, 1.0)
+    return data, f, terms
+
+
+def lapsvm_balance(n: int = 120, seed: int = 0) -> Model:
+    """``mean(f_u) = 2r − 1`` with r the labeled fraction of positives (the S3VM balance
+    constraint [001 §3.1] on a kernel expansion)."""
+    data, f, terms = _lapsvm(n, seed)
+    l = len(data.y)
+    r = float(np.mean(data.y > 0))
+    return Model(terms, [Balance(f[l:], 2.0 * r - 1.0)], prediction=f, name="lapsvm+balance")
+
+
+def lapsvm_box(n: int = 120, seed: int = 0, bound: float = 0.5) -> Model:
+    """``−bound ≤ f ≤ bound`` on every output; below the margin 1 the box binds (at ±1 it
+    would not: the squared hinge stops pushing at the margin)."""
+    _, f, terms = _lapsvm(n, seed)
+    return Model(terms, [Box(f, -bound, bound)], prediction=f, name="lapsvm+box")
+
+
+def label_propagation(n: int = 90, seed: int = 0, mu: float = 0.1) -> Model:
+    from sklearn.datasets import make_blobs
+
+    X, labels = make_blobs(n_samples=n, centers=3, cluster_std=1.5, random_state=seed)
+    L = laplacian(knn_graph(X, n_neighbors=6))
+    Y = np.zeros((n, 3))
+    for k in range(3):
+        Y[np.flatnonzero(labels == k)[:3], k] = 1.0
+    F = Variable("F", (n, 3))
+    return Model([GraphQuadratic(F, L, 1.0), SquaredError(F, Y, mu)], [SimplexRows(F)],
+                 prediction=F, name="label-propagation+simplex", unique_prediction=True)
+
+
 #: Builder name → builder, in the order of docs/modeling.md.
 VARIANTS = {
     "lapsvm_tv": lapsvm_tv,
@@ -197,4 +247,8 @@ VARIANTS = {
     "ere_huber": ere_huber,
     "multiclass_laprls": multiclass_laprls,
     "multiclass_simplex": multiclass_simplex,
+    "multiclass_l21": multiclass_l21,
+    "lapsvm_balance": lapsvm_balance,
+    "lapsvm_box": lapsvm_box,
+    "label_propagation": label_propagation,
 }

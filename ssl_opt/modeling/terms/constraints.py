@@ -32,11 +32,12 @@ normal cone (``P = u``).
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 
 from ssl_opt._validation import as_float_array
 from ssl_opt.components.simplex import project_rows_to_simplex
 from ssl_opt.exceptions import InvalidInputError
-from ssl_opt.modeling.term import Constraint
+from ssl_opt.modeling.term import Constraint, LowRank
 from ssl_opt.modeling.terms._common import as_rows, data_array, scalar
 from ssl_opt.optional import cvxpy as cp
 
@@ -77,6 +78,9 @@ class NonNegative(Constraint):
 
     def bounds(self):
         return np.zeros(self.shape), np.full(self.shape, np.inf)
+
+    def distance_hessian(self, v):
+        return (np.ravel(v) < 0.0).astype(np.float64)
 
 
 class Box(Constraint):
@@ -142,6 +146,10 @@ class Box(Constraint):
     def bounds(self):
         return self.lo.copy(), self.hi.copy()
 
+    def distance_hessian(self, v):
+        v = np.ravel(v)
+        return ((v < self.lo.ravel()) | (v > self.hi.ravel())).astype(np.float64)
+
 
 class FixedRows(Constraint):
     """``z[rows] = values`` (``rows``: distinct row indices or a boolean mask of the first
@@ -192,6 +200,11 @@ class FixedRows(Constraint):
         hi[self.rows] = self.values
         return lo, hi
 
+    def distance_hessian(self, v):
+        on = np.zeros(self.shape)
+        on[self.rows] = 1.0
+        return on.ravel()
+
 
 class LinearEquality(Constraint):
     """``⟨a, z⟩ = b`` (``a`` of the argument's shape, not zero; ``b`` a scalar). Projection
@@ -225,6 +238,10 @@ class LinearEquality(Constraint):
 
     def project_subgradient(self, z, u, tol):
         return (float(np.sum(self.a * u)) / self._norm2) * self.a
+
+    def distance_hessian(self, v):
+        """``aaᵀ/‖a‖²``, kept factored."""
+        return LowRank(self.a.reshape(-1, 1) / np.sqrt(self._norm2), np.ones(1))
 
 
 class Balance(LinearEquality):
@@ -275,6 +292,19 @@ class SimplexRows(Constraint):
 
     def prox(self, v, t):
         return project_rows_to_simplex(self._rows(v)).reshape(np.shape(v))
+
+    def distance_hessian(self, v):
+        """Per row, with S the support of the projection ``p`` of the row: ``1·1ᵀ/|S|`` on
+        S × S and the identity off S (``I − ∂P``, ``∂P = I_S − 1_S1_Sᵀ/|S|``); block
+        diagonal."""
+        V = self._rows(v)
+        on = project_rows_to_simplex(V) > 0.0
+        n, c = V.shape
+        blocks = (on[:, :, None] & on[:, None, :]) / np.maximum(on.sum(axis=1), 1)[:, None,
+                                                                                   None]
+        blocks[:, np.arange(c), np.arange(c)] += ~on
+        return sp.bsr_matrix((blocks, np.arange(n), np.arange(n + 1)),
+                             shape=(n * c, n * c)).tocsr()
 
     measures_complementarity = True
 
