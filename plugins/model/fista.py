@@ -52,7 +52,7 @@ from ssl_opt.plugins.model.common import (
     too_slow,
 )
 from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
-from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
+from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, Solution
 from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 
 #: ``L`` is multiplied by this after each accepted step (the step may grow back).
@@ -198,10 +198,11 @@ class FISTA(ModelSolver):
                 stat, multipliers = split.certificate(x, gx, gx_scale, u, kink_tol)
                 run.record(iteration=it, objective=phi_n, stationarity=stat, L=L,
                            restarts=restarts)
+                run.watch_divergence(phi_n, x)
                 if stat <= tol:
                     break
-                if run.out_of_time():
-                    status = TIME_LIMIT
+                if run.interruption():
+                    status = run.interruption()
                     break
                 trace.append((it, min(stat, trace[-1][1]) if trace else stat))
                 if it % 100 == 0:
@@ -228,14 +229,14 @@ class FISTA(ModelSolver):
             status = OPTIMAL if ok else STALLED
         elif stalled:
             status = STALLED
-        return model_solution(model, point, status, it, run.history,
-                              {"multipliers": multipliers, "certificate": residuals,
-                               "stationarity": measured, "restarts": restarts,
-                               "backtracks": backtracks, "lipschitz": L,
-                               "note": why or ("" if "stationarity" in residuals else
-                                               "a prox term offers no subdifferential: "
-                                               "optimality rests on the prox-gradient "
-                                               "residual")})
+        info = {"multipliers": multipliers, "certificate": residuals,
+                "stationarity": measured, "restarts": restarts,
+                "backtracks": backtracks, "lipschitz": L,
+                "note": why or ("" if "stationarity" in residuals else
+                                "a prox term offers no subdifferential: "
+                                "optimality rests on the prox-gradient residual")}
+        status = run.verdict_status(status, info)
+        return model_solution(model, point, status, it, run.history, info)
 
 
 class _Split:

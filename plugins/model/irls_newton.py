@@ -342,6 +342,7 @@ class _Run(Run):
                 break
             if true_value < best_value:
                 best, best_value = theta.copy(), true_value
+            self.watch_divergence(true_value, theta)
             history.append(iteration=it, objective=true_value, smoothed=phi, delta=delta,
                            stationarity=stat, step=step, time=self.elapsed)
             self.log(f"it {it:3d}  F = {true_value:.12g}  Φ_δ = {phi:.12g}  δ = {delta:.1e}  "
@@ -412,6 +413,7 @@ class _Run(Run):
             multipliers = smoothed_multipliers(model, terms, zs, self.rough_ids, delta, grad)
         if multipliers is not None:
             info["multipliers"] = multipliers
+        status = self.verdict_status(status, info)
         return model_solution(model, point, status, it, history, info)
 
 

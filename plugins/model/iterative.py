@@ -19,7 +19,11 @@ step and the residuals it reads off the step) and a :class:`Run` keeps the rest:
   the second, at iterations :data:`FEASIBILITY_CHECK_AFTER` × 4^k, CVXPY is asked whether the
   constraints alone are feasible (:func:`~ssl_opt.modeling.diagnosis.infeasibility`); when
   they are not the run stops ``infeasible`` (:meth:`Run.interruption`) instead of spending
-  its iteration cap.
+  its iteration cap;
+* divergence caught early: a solver that reports its objective to
+  :meth:`Run.watch_divergence` stops ``unbounded`` once the model's diagnosis proves a
+  recession direction, instead of running to its cap (and past the magnitudes where the
+  proof still holds).
 """
 
 from __future__ import annotations
@@ -29,10 +33,17 @@ import time
 import numpy as np
 
 from ssl_opt._validation import check_bool
-from ssl_opt.modeling.diagnosis import infeasibility
+from ssl_opt.modeling.diagnosis import DIVERGED, infeasibility, unboundedness
 from ssl_opt.modeling.model import Model
 from ssl_opt.plugins.model.common import certificate_check, kink_tolerance
-from ssl_opt.solution import INFEASIBLE, MAX_ITERATIONS, OPTIMAL, TIME_LIMIT, History
+from ssl_opt.solution import (
+    INFEASIBLE,
+    MAX_ITERATIONS,
+    OPTIMAL,
+    TIME_LIMIT,
+    UNBOUNDED,
+    History,
+)
 from ssl_opt.solvers import Option
 
 #: The options every generic iterative solver takes with the same meaning.
@@ -62,6 +73,8 @@ class Run:
         self.verdict: tuple[str, str] | None = None
         self._constraint_residuals: list[tuple[int, float]] = []
         self._next_feasibility_check = FEASIBILITY_CHECK_AFTER
+        self._mark: float | None = None  # objective below which divergence is tested
+        self._last_tested: np.ndarray | None = None
 
     @property
     def elapsed(self) -> float:
@@ -113,6 +126,40 @@ class Run:
             reason = infeasibility(self.model)
             if reason:
                 self.verdict = (INFEASIBLE, reason)
+
+    def watch_divergence(self, value: float, theta: np.ndarray) -> None:
+        """Stop the run ``unbounded`` (its :attr:`verdict`) once the objective ``value`` at the
+        flat point ``theta`` is below ``−DIVERGED·max(1, |f(0)|)`` and keeps falling linearly
+        along the point's direction, or along the step from the last point tested, with the
+        constraints met (:func:`~ssl_opt.modeling.diagnosis.unboundedness`): tested again
+        each time the objective has fallen 1.5× further, while the values are still exact (a
+        run left to its cap reaches 1e30 and beyond, where a quadratic term's null-space
+        cancellation is lost to rounding)."""
+        if self.verdict is not None or not value < self._divergence_mark():
+            return
+        values = self.model.unpack_flat(theta)
+        reason = unboundedness(self.model, values)
+        if not reason and self._last_tested is not None:
+            reason = unboundedness(self.model, values, theta - self._last_tested)
+        if reason:
+            self.verdict = (UNBOUNDED, reason)
+        else:
+            self._mark, self._last_tested = 1.5 * value, np.array(theta, copy=True)
+
+    def verdict_status(self, status: str, info: dict) -> str:
+        """The run's verdict when it has one (its reason into ``info``), else ``status``."""
+        if self.verdict is None:
+            return status
+        info["reason"] = self.verdict[1]
+        return self.verdict[0]
+
+    def _divergence_mark(self) -> float:
+        if self._mark is None:
+            zero = self.model.unpack_flat(np.zeros(self.model.size))
+            with np.errstate(all="ignore"):
+                origin = float(self.model.objective(zero))
+            self._mark = -DIVERGED * (max(1.0, abs(origin)) if np.isfinite(origin) else 1.0)
+        return self._mark
 
     def keep(self, score: float, point: np.ndarray, multipliers) -> None:
         """Keep ``point`` as the best iterate when its score is not above the best's (a

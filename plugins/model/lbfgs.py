@@ -133,6 +133,7 @@ class LBFGS(ModelSolver):
                 evaluate(theta)
             stat, us = _stationarity(model, theta, state["grad"], state["scale"], kink_tol)
             value = state["value"]
+            run.watch_divergence(value, theta)
             run.history.append(iteration=state["iterations"], objective=value,
                                stationarity=stat, time=run.elapsed)
             state["timed_out"] = run.out_of_time()
@@ -155,7 +156,8 @@ class LBFGS(ModelSolver):
             state["iterations"] += 1
             if record(np.asarray(intermediate_result.x, dtype=np.float64)) <= tol:
                 raise StopIteration
-            if state["iterations"] >= max_iter or state["slow"] or state["timed_out"]:
+            if (state["iterations"] >= max_iter or state["slow"] or state["timed_out"]
+                    or run.verdict is not None):
                 raise StopIteration
 
         message, polished = "", 0
@@ -171,7 +173,7 @@ class LBFGS(ModelSolver):
             message = str(result.message)
             stat = state["best"][2]
         if stat > tol and state["iterations"] < max_iter and not (
-                state["slow"] or state["timed_out"]):
+                state["slow"] or state["timed_out"] or run.verdict is not None):
             # scipy stopped short (its line search compares values, which stop changing
             # at round-off): go on with gradient-only line searches.
             before = state["iterations"]
@@ -188,12 +190,12 @@ class LBFGS(ModelSolver):
         else:
             status = (STALLED if stalled or state["slow"] else
                       TIME_LIMIT if state["timed_out"] else MAX_ITERATIONS)
-        return model_solution(model, theta, status, state["iterations"], run.history,
-                              {"multipliers": us, "certificate": residuals,
-                               "stationarity": residuals.get("stationarity", np.nan),
-                               "evaluations": state["evaluations"],
-                               "endgame_iterations": polished, "scipy_message": message,
-                               "note": state["slow"]})
+        info = {"multipliers": us, "certificate": residuals,
+                "stationarity": residuals.get("stationarity", np.nan),
+                "evaluations": state["evaluations"], "endgame_iterations": polished,
+                "scipy_message": message, "note": state["slow"]}
+        status = run.verdict_status(status, info)
+        return model_solution(model, theta, status, state["iterations"], run.history, info)
 
 
 def _endgame(model: Model, theta, lo, hi, memory, tol, max_iter, state, evaluate,

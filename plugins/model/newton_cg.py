@@ -114,6 +114,7 @@ class NewtonCG(ModelSolver):
             stat = scaled_stationarity(grad, scale)
             run.record(iteration=it, objective=value, stationarity=stat, step=step,
                        cg_iterations=cg_its)
+            run.watch_divergence(value, theta)
             if stat <= tol:
                 status = OPTIMAL
                 break
@@ -149,9 +150,10 @@ class NewtonCG(ModelSolver):
         residuals = certificate_residual(model, model.unpack_flat(theta))
         if status == OPTIMAL and not worst(residuals) <= tol:
             status = STALLED  # the cheap measure and the certificate disagree (round-off)
-        return model_solution(model, theta, status, it, run.history,
-                              {"stationarity": residuals.get("stationarity", np.nan),
-                               "cg_iterations": total_cg, "certificate": residuals})
+        info = {"stationarity": residuals.get("stationarity", np.nan),
+                "cg_iterations": total_cg, "certificate": residuals}
+        status = run.verdict_status(status, info)
+        return model_solution(model, theta, status, it, run.history, info)
 
 
 def _memory(model: Model, terms) -> int:

@@ -81,6 +81,7 @@ class PDHGRun(Run):
                 if self.failed_at_fixed_point >= STALL_CHECKS:
                     status = STALLED
         self.record(**row)
+        self.watch_divergence(row["objective"], self.model.pack(x))
         return status or self.interruption()
 
     def _feasibility(self, x) -> float:

@@ -184,15 +184,20 @@ def _verdict(cp, forms) -> bool | None:
     return True if prog.status in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) else None
 
 
-def unboundedness(model, values: dict) -> str | None:
+def unboundedness(model, values: dict, direction: np.ndarray | None = None) -> str | None:
     """A reason when the objective decreases linearly without bound along the direction of
-    ``values`` within the constraints (module docstring), else None."""
+    ``values`` within the constraints (module docstring), else None. A flat ``direction``
+    (a run's step between two diverging iterates, whose bounded parts cancel) replaces the
+    point's own, scaled to its norm."""
     x = model.pack(values)
     norm = float(np.linalg.norm(x))
+    d = x
+    if direction is not None and np.linalg.norm(direction) > 0:
+        d = np.asarray(direction, dtype=np.float64) * (norm / np.linalg.norm(direction))
     with np.errstate(all="ignore"):
         origin = model.objective(model.unpack_flat(np.zeros_like(x)))
         scale = max(1.0, abs(origin)) if np.isfinite(origin) else 1.0
-        points = [model.unpack_flat(x + t * x) for t in (0.0, 1.0, 10.0)]
+        points = [model.unpack_flat(x + t * d) for t in (0.0, 1.0, 10.0)]
         phi = [model.objective(point) for point in points]
         allowed = not any(violated(model, point) for point in points[1:])
     if not (norm > 0 and phi[0] < -DIVERGED * scale and allowed
@@ -201,6 +206,7 @@ def unboundedness(model, values: dict) -> str | None:
     first, second = (phi[1] - phi[0]) / norm, (phi[2] - phi[1]) / (9 * norm)
     if not (first < 0 and second <= RECESSION_SLOPE * first):
         return None
-    return (f"the objective decreases without bound along the direction of the returned "
-            f"point (norm {norm:.3g}, objective {phi[0]:.3g}): {10 * norm:.3g} further it "
+    along = "the returned point" if d is x else "the run's last steps"
+    return (f"the objective decreases without bound along the direction of {along} "
+            f"(norm {norm:.3g}, objective {phi[0]:.3g}): {10 * norm:.3g} further it "
             f"still falls by {-second:.3g} per unit, every constraint met")

@@ -98,6 +98,35 @@ def test_unbounded_lass_without_its_simplex():
     assert sol.status == "unbounded", sol
 
 
+@pytest.mark.parametrize("solver", ["pdhg", "lbfgs", "fista"])
+def test_divergence_stops_the_run_early(solver):
+    """On min −Σ y over y ≥ 0 a run stops ``unbounded`` as soon as the objective passes
+    −10⁶·max(1, |f(0)|) along a recession direction, not at its iteration cap (pdhg ran its
+    50,000 iterations before the end-of-run diagnosis, lbfgs 1,000)."""
+    y = Variable("y", (10,))
+    model = Model([Linear(y, -np.ones(10))], [NonNegative(y)])
+    sol = ssl_opt.solve(model, solver=solver)
+    assert sol.status == "unbounded", sol
+    assert sol.iterations <= 200
+    assert "decreases without bound" in sol.info["reason"]
+
+
+@pytest.mark.parametrize("solver", ["newton-cg", "irls-newton"])
+def test_divergence_of_a_newton_method_is_caught_while_values_are_exact(solver):
+    """LASS without its simplex: a Newton step jumps to |objective| ~ 1e14-1e30; the watch
+    tests each point while the objective keeps falling, and the run ends ``unbounded`` within
+    a few steps (newton-cg ran to its 100-step cap before)."""
+    n = 30
+    G = np.zeros((n, 3))
+    G[:10, 0] = 1.0
+    Z = Variable("Z", (n, 3))
+    model = Model([LinearScore(Z, G), GraphQuadratic(Z, _path_laplacian(n), 0.1)],
+                  prediction=Z)
+    sol = ssl_opt.solve(model, solver=solver)
+    assert sol.status == "unbounded", sol
+    assert sol.iterations <= 20
+
+
 def test_bounded_negative_objective_stopped_short_is_not_unbounded():
     """min −Σ y + ‖y‖² over 0 ≤ y ≤ 1 (optimum y = ½, objective −2.5) is bounded; a run
     capped at one iteration keeps its own status."""
