@@ -422,15 +422,19 @@ class IRLSMM(ModelSolver):
             x0, (-1, system.C))
         run = Run("irls-mm", model, form.tol, opts["max_iter"], opts["time_limit"])
         history, status, it, multipliers = run.history, MAX_ITERATIONS, 0, None
+        best = (np.inf, X)
         while True:
             theta = system.theta(X)
             multipliers = with_fixed_multipliers(model, theta, [])
             cert = certificate_check(model, model.unpack_flat(theta), multipliers, 0)
-            history.append(iteration=it, objective=model.objective(model.unpack_flat(theta)),
-                           stationarity=worst(cert))
+            objective = float(model.objective(model.unpack_flat(theta)))
+            history.append(iteration=it, objective=objective, stationarity=worst(cert))
             if worst(cert) <= form.tol:
                 status = OPTIMAL
                 break
+            if objective < best[0]:
+                best = (objective, X)
+            run.watch_divergence(objective, theta)
             if run.budget_status(it):
                 status = run.budget_status(it)
                 break
@@ -442,6 +446,11 @@ class IRLSMM(ModelSolver):
                 break
         info = {"columns": system.C, "separable": system.separable, "multipliers": multipliers,
                 "certificate": cert}
+        if status != OPTIMAL:  # the best iterate, not the last (a singular system diverges)
+            X = best[1]
+            info.pop("multipliers")
+            info.pop("certificate")
+        status = run.verdict_status(status, info)
         return model_solution(model, system.theta(X), status, it, history, info)
 
 
