@@ -1,5 +1,5 @@
 r"""The augmented Lagrangian with Newton inner solves, for constraints on affine expressions
-(docs/modeling.md §4): a balance constraint or a box on ``f = Kα + b``, simplex rows on scores.
+(docs/modeling.md §10): a balance constraint or a box on ``f = Kα + b``, simplex rows on scores.
 
 Model ``min_θ F(θ)`` subject to ``A_j θ + c_j ∈ C_j`` (each constraint's argument, any affine
 expression: not only a variable). Each constraint becomes the penalty of the augmented
@@ -26,8 +26,8 @@ piecewise-quadratic term like the squared hinge. Each outer iteration
 The first ρ is ALGENCAN's ``10·max(1, |F|)/max(1, ½Σ dist²)`` at the start, clipped to
 [1e-4, 1e4]. Past ``RHO_MAX`` with the residual stagnant, or after ``STALL_ITERATIONS`` outer
 iterations with the constraints met that do not halve the certificate's worst residual, the
-run stops ``stalled`` (the
-model's diagnosis then names infeasible constraints, ``Solver.solve``). The stall is real on
+run stops ``stalled`` (the model's diagnosis then names infeasible constraints,
+``Solver.solve``). The stall is real on
 ill-conditioned duals: a box on ``f = Kα + b`` needs ρ ≳ 1e6 before the multipliers settle,
 where the inner gradient's round-off ``ρ·ε·|f|`` pulled through K is already ~1e-6.
 """
@@ -99,9 +99,6 @@ class AugmentedPenalty(Term):
     def value(self, z):
         _, d = self._shifted(z)
         return 0.5 * self.rho * float(np.sum(d * d)) - float(np.sum(self.lam**2)) / (2 * self.rho)
-
-    def cvxpy(self, z):
-        raise NotImplementedError("an augmented-Lagrangian penalty lives inside alm-newton")
 
     def gradient(self, z):
         return self.rho * self._shifted(z)[1]

@@ -85,15 +85,18 @@ def test_unbounded_linear_objective_on_the_nonnegative_orthant():
     assert ssl_opt.solve(model, backend="reference").status == "unbounded"
 
 
-def test_unbounded_lass_without_its_simplex():
+def _lass_without_simplex(n=30):
     """LASS's score −⟨G, Z⟩ with only a Laplacian term: constant rows Z = t·1gᵀ leave the
     graph term at 0 and lower the score without bound."""
-    n = 30
     G = np.zeros((n, 3))
     G[:10, 0] = 1.0
     Z = Variable("Z", (n, 3))
-    model = Model([LinearScore(Z, G), GraphQuadratic(Z, _path_laplacian(n), 0.1)],
-                  prediction=Z)
+    return Model([LinearScore(Z, G), GraphQuadratic(Z, _path_laplacian(n), 0.1)],
+                 prediction=Z)
+
+
+def test_unbounded_lass_without_its_simplex():
+    model = _lass_without_simplex()
     sol = ssl_opt.solve(model, backend="fast")
     assert sol.status == "unbounded", sol
 
@@ -117,13 +120,7 @@ def test_divergence_of_a_newton_method_is_caught_while_values_are_exact(solver):
     tests each point while the objective keeps falling, and the run ends ``unbounded`` within
     a few steps (newton-cg ran to its 100-step cap before; irls-mm's singular steps ended
     ``max_iterations`` at +4.9e50, its last iterate instead of its best)."""
-    n = 30
-    G = np.zeros((n, 3))
-    G[:10, 0] = 1.0
-    Z = Variable("Z", (n, 3))
-    model = Model([LinearScore(Z, G), GraphQuadratic(Z, _path_laplacian(n), 0.1)],
-                  prediction=Z)
-    sol = ssl_opt.solve(model, solver=solver)
+    sol = ssl_opt.solve(_lass_without_simplex(), solver=solver)
     assert sol.status == "unbounded", sol
     assert sol.iterations <= 20 and sol.objective < 0
 
