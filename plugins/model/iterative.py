@@ -54,6 +54,9 @@ FINAL_CHECK_ITERS, FINAL_CHECK_TOL = 2000, 1e-10
 
 #: First iteration at which a stagnant constraint residual is tested for infeasibility.
 FEASIBILITY_CHECK_AFTER = 200
+#: Past the divergence mark, calls to ``watch_divergence`` between tests on a plateau (an
+#: objective that stalls at round-off short of the next mark).
+RETEST = 50
 
 
 class Run:
@@ -75,6 +78,7 @@ class Run:
         self._next_feasibility_check = FEASIBILITY_CHECK_AFTER
         self._mark: float | None = None  # objective below which divergence is tested
         self._last_tested: np.ndarray | None = None
+        self._since_tested = 0
 
     @property
     def elapsed(self) -> float:
@@ -132,11 +136,19 @@ class Run:
         flat point ``theta`` is below ``−DIVERGED·max(1, |f(0)|)`` and keeps falling linearly
         along the point's direction, or along the step from the last point tested, with the
         constraints met (:func:`~ssl_opt.modeling.diagnosis.unboundedness`): tested again
-        each time the objective has fallen 1.5× further, while the values are still exact (a
+        each time the objective has fallen 1.5× further (and every :data:`RETEST` calls once
+        past the mark, when it stalls short of the next), while the values are still exact (a
         run left to its cap reaches 1e30 and beyond, where a quadratic term's null-space
         cancellation is lost to rounding)."""
-        if self.verdict is not None or not value < self._divergence_mark():
+        if self.verdict is not None:
             return
+        mark = self._divergence_mark()
+        self._since_tested += 1
+        # Past the first mark, a plateau short of the next one is tested every RETEST calls.
+        plateau = self._last_tested is not None and self._since_tested >= RETEST
+        if not (value < mark or plateau):
+            return
+        self._since_tested = 0
         values = self.model.unpack_flat(theta)
         reason = unboundedness(self.model, values)
         if not reason and self._last_tested is not None:
@@ -144,7 +156,8 @@ class Run:
         if reason:
             self.verdict = (UNBOUNDED, reason)
         else:
-            self._mark, self._last_tested = 1.5 * value, np.array(theta, copy=True)
+            self._mark = min(mark, 1.5 * value)
+            self._last_tested = np.array(theta, copy=True)
 
     def verdict_status(self, status: str, info: dict) -> str:
         """The run's verdict when it has one (its reason into ``info``), else ``status``."""

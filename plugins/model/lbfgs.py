@@ -114,7 +114,7 @@ class LBFGS(ModelSolver):
             check_user_terms(model, terms + constraints, theta)
         kink_tol = float(Model.kkt_options["kink_tol"].default)
         state = {"theta": None, "iterations": 0, "evaluations": 0, "best": None, "slow": "",
-                 "trace": [], "timed_out": False}
+                 "trace": [], "timed_out": False, "diverged": False}
 
         def evaluate(theta):
             values = model.unpack_flat(theta)
@@ -134,6 +134,7 @@ class LBFGS(ModelSolver):
             stat, us = _stationarity(model, theta, state["grad"], state["scale"], kink_tol)
             value = state["value"]
             run.watch_divergence(value, theta)
+            state["diverged"] = run.verdict is not None
             run.history.append(iteration=state["iterations"], objective=value,
                                stationarity=stat, time=run.elapsed)
             state["timed_out"] = run.out_of_time()
@@ -244,7 +245,7 @@ def _endgame(model: Model, theta, lo, hi, memory, tol, max_iter, state, evaluate
                 pairs.pop(0)
         theta = new
         state["iterations"] += 1
-        if record(theta) <= tol or state["slow"] or state["timed_out"]:
+        if record(theta) <= tol or state["slow"] or state["timed_out"] or state["diverged"]:
             return False
     return False
 

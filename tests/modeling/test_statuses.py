@@ -125,6 +125,16 @@ def test_divergence_of_a_newton_method_is_caught_while_values_are_exact(solver):
     assert sol.iterations <= 20 and sol.objective < 0
 
 
+def test_a_divergence_that_stalls_short_of_the_next_mark_is_tested_again():
+    """L-BFGS on LASS without its simplex: its iterates carry a graph-quadratic part about half
+    the linear one until ~80 iterations, then the objective stalls at round-off (−3.6e16) short
+    of the next mark; tested again on the plateau, the run ends ``unbounded`` (it ran its
+    1,000 iterations before)."""
+    sol = ssl_opt.solve(_lass_without_simplex(), solver="lbfgs")
+    assert sol.status == "unbounded", sol
+    assert sol.iterations <= 300
+
+
 def test_bounded_negative_objective_stopped_short_is_not_unbounded():
     """min −Σ y + ‖y‖² over 0 ≤ y ≤ 1 (optimum y = ½, objective −2.5) is bounded; a run
     capped at one iteration keeps its own status."""
