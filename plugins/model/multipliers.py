@@ -36,13 +36,16 @@ def smoothed_multipliers(model: Model, terms, zs, rough_ids, delta: float,
 def fixed_multipliers(model: Model, grad: np.ndarray) -> list:
     """For each fixed-rows constraint, minus the objective's flat gradient ``grad`` on its
     rows: the normal-cone element that cancels it there."""
-    out = []
-    for c in model.constraints:
-        var = c.argument.variables[0]
-        u = np.zeros(c.shape)
-        u[c.rows] = -grad[model.slices[var.name]].reshape(var.shape)[c.rows]
-        out.append(u)
-    return out
+    return [fixed_rows_multiplier(model, c, grad) for c in model.constraints]
+
+
+def fixed_rows_multiplier(model: Model, constraint, grad: np.ndarray) -> np.ndarray:
+    """Minus the flat gradient ``grad`` on the rows a ``FixedRows`` constraint fixes of its
+    bare variable, zero elsewhere: the normal-cone element that cancels it there."""
+    var = constraint.argument.variables[0]
+    u = np.zeros(constraint.shape)
+    u[constraint.rows] = -grad[model.slices[var.name]].reshape(var.shape)[constraint.rows]
+    return u
 
 
 def with_fixed_multipliers(model: Model, theta: np.ndarray, rough: list) -> list:

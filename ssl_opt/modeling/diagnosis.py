@@ -140,16 +140,9 @@ def _dense_entries(constraints) -> int:
     """Entries of the dense matrices in the constraints' argument maps (a kernel expansion's
     K: CVXPY's canonicalization and Clarabel's factorization of it take seconds at n = 1,000
     and over a minute at 2,000, whatever the time limit)."""
-    import scipy.sparse as sp
+    from ssl_opt.modeling.maps import dense_entries
 
-    total = 0
-    for c in constraints:
-        for _, linear in c.argument.parts:
-            for f in linear.factors():
-                M = getattr(f, "M", None)
-                if M is not None and not sp.issparse(M) and np.ndim(M) == 2:
-                    total += int(np.size(M))
-    return total
+    return sum(dense_entries(linear) for c in constraints for _, linear in c.argument.parts)
 
 
 def _feasible(model, constraints) -> bool | None:

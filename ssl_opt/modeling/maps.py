@@ -124,6 +124,12 @@ def matrices(m: LinearMap) -> list:
     return [f.M for f in m.factors() if isinstance(f, MatMul)]
 
 
+def dense_entries(m: LinearMap) -> int:
+    """Entries of the dense 2-D arrays among ``m``'s matrices (a kernel expansion's K: what
+    makes a map costly for CVXPY and ill-conditioned for a dual)."""
+    return sum(int(M.size) for M in matrices(m) if isinstance(M, np.ndarray) and M.ndim == 2)
+
+
 @dataclass(frozen=True, eq=False)
 class Identity(LinearMap):
     in_shape: tuple[int, ...]
