@@ -29,9 +29,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from ssl_opt.modeling.kernel_range import (
+    innermost,
+    kernel_substitutions,
+    rkhs_variable,
+    same_matrix,
+)
 from ssl_opt.modeling.maps import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
-from ssl_opt.modeling.terms import QuadraticForm
 from ssl_opt.numerics.factor import psd_factor
 from ssl_opt.optional import cvxpy as cp
 from ssl_opt.reference.cvxpy_solver import MULTIPLIERS, Formulation
@@ -57,7 +62,7 @@ def kernel_factor(K: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def build(model: Model):
     handles = {name: cp.Variable(shape, name=name) for name, shape in model.variables.items()}
     factors = {}
-    for name, K in _kernel_substitutions(model).items():
+    for name, K in kernel_substitutions(model).items():
         R, to_alpha = kernel_factor(K)
         shape = (R.shape[1],) + model.variables[name][1:]
         factors[name] = (K, R, to_alpha, cp.Variable(shape, name=f"{name}_h"))
@@ -71,7 +76,7 @@ def build(model: Model):
     objective = 0
     cones = {}
     for k, term in enumerate(model.terms):
-        name = _rkhs_of(term, kernels)
+        name = rkhs_variable(term, kernels)
         rows = _row_norm_weights(term)
         if rows is not None:
             t = cp.Variable(rows.size, name=f"t_{k}")
@@ -154,49 +159,8 @@ def _apply(m, leaf):
 
 
 def _is_product(m, K) -> bool:
-    inner = _innermost(m)
-    return isinstance(inner, MatMul) and _same(inner.M, K)
-
-
-def _innermost(m):
-    return m.factors()[-1]
-
-
-def _same(a, b) -> bool:
-    return a is b or (a.shape == b.shape and np.array_equal(a, b))
-
-
-def _rkhs_of(term, kernels: dict) -> str | None:
-    """The reparameterized variable whose RKHS term ``αᵀKα`` (= ‖h‖²) ``term`` is, else None."""
-    if isinstance(term, QuadraticForm) and term.argument.is_variable():
-        name = term.argument.parts[0][0].name
-        if name in kernels and _same(term.M, kernels[name]):
-            return name
-    return None
-
-
-def _kernel_substitutions(model: Model) -> dict[str, np.ndarray]:
-    """Variables entering only through one dense symmetric K (see the module docstring)."""
-    found: dict[str, np.ndarray] = {}
-    blocked: set[str] = set()
-    for term in model.all_terms:
-        rkhs = (isinstance(term, QuadraticForm) and term.argument.is_variable()
-                and isinstance(term.M, np.ndarray))
-        for var, m in term.argument.parts:
-            if rkhs:
-                K = term.M
-            else:
-                inner = _innermost(m)
-                ok = (isinstance(inner, MatMul) and isinstance(inner.M, np.ndarray)
-                      and inner.M.shape[0] == inner.M.shape[1])
-                K = inner.M if ok else None
-            if K is None or (var.name in found and not _same(found[var.name], K)):
-                blocked.add(var.name)
-            else:
-                found.setdefault(var.name, K)
-    return {name: K for name, K in found.items()
-            if name not in blocked and np.allclose(K, K.T, rtol=0, atol=1e-12 * max(
-                1.0, float(np.max(np.abs(K)))))}
+    inner = innermost(m)
+    return isinstance(inner, MatMul) and same_matrix(inner.M, K)
 
 
 def _kernel_products(model: Model) -> dict[str, np.ndarray]:
@@ -205,7 +169,7 @@ def _kernel_products(model: Model) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     for term in model.all_terms:
         for var, m in term.argument.parts:
-            inner = _innermost(m)
+            inner = innermost(m)
             if (isinstance(inner, MatMul) and isinstance(inner.M, np.ndarray)
                     and inner.M.ndim == 2 and inner.M.shape[0] == inner.M.shape[1]):
                 found.setdefault(var.name, inner.M)
@@ -238,7 +202,7 @@ def cost(model: Model) -> float:
     factorization; sparse maps grow like (nnz + N)^1.5;
     exponential cones (entropy, logistic) take several times the iterations and work of a QP
     (measured: LASS with an entropy at N = 3000, 3–9 s)."""
-    products, substituted = _kernel_products(model), _kernel_substitutions(model)
+    products, substituted = _kernel_products(model), kernel_substitutions(model)
     dense = once = 0.0
     for name, K in products.items():  # the ties u = Kα (u = R h when reparameterized)
         n, columns = float(K.shape[0]), float(np.prod(model.variables[name][1:]))
@@ -259,7 +223,7 @@ def cost(model: Model) -> float:
             else:
                 nnz += sum(getattr(M, "nnz", 0) for M in matrices(m))
         own = getattr(term, "M", None)
-        if isinstance(own, np.ndarray) and _rkhs_of(term, substituted) is None:
+        if isinstance(own, np.ndarray) and rkhs_variable(term, substituted) is None:
             dense += float(own.shape[0]) ** 3
     seconds = 0.05 + EIGH_SECONDS * once + 25 * (1.5e-10 * dense + 5e-9 * nnz**1.5)
     if model.structure.program_class == "exponential-cone":

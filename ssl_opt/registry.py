@@ -49,6 +49,7 @@ BUILTIN_PLUGINS: tuple[str, ...] = (
     "ssl_opt.plugins.model.admm_split",
     "ssl_opt.plugins.model.irls_mm",
     "ssl_opt.plugins.model.alm_newton",
+    "ssl_opt.plugins.model.kernel_factor",
     "ssl_opt.problems.manifold.examples",
     "ssl_opt.problems.linear.examples",
     "ssl_opt.problems.lass.examples",

@@ -157,8 +157,10 @@ class HessianAssembler:
     def assemble(self, hessians, dense: bool | None = None):
         """The assembled Hessian of the terms whose ``S_k`` is not None (dense when
         ``dense``, or when it stores more than ``DENSE_FRACTION·N²`` entries; else CSR)."""
-        mids = self.mids(hessians)
-        blocks = []
+        low_rank = {i for i, S in enumerate(hessians) if isinstance(S, LowRank)}
+        mids = self.mids(hessians, skip=low_rank)
+        blocks = [block for i in sorted(low_rank)
+                  for block in self._low_rank_blocks(self.parts[i], hessians[i])]
         for k, (b, a, mid) in mids.items():
             block = mid
             if a.C is not None:
@@ -184,6 +186,19 @@ class HessianAssembler:
             pieces.append((coo.row + rows.start, coo.col + cols.start, coo.data))
         r, c, v = (np.concatenate(x) for x in zip(*pieces, strict=True))
         return sp.csr_matrix((v, (r, c)), shape=(self.N, self.N))
+
+
+    @staticmethod
+    def _low_rank_blocks(parts, H: LowRank) -> list:
+        """The blocks ``C_bᵀP_bᵀ U diag(s) UᵀP_a C_a`` of a factored term Hessian, formed
+        as ``G_b diag(s) G_aᵀ`` with ``G = CᵀPᵀU`` (k columns): O(N k) per block where
+        the dense ``PᵀUsUᵀP`` pushed through the cores would cost a GEMM."""
+        G = []
+        for part in parts:
+            g = np.asarray(part.P.T @ H.U)
+            G.append(g if part.C is None else part.C.T @ g)
+        return [(b.block, a.block, (gb * H.s) @ ga.T)
+                for b, gb in zip(parts, G, strict=True) for a, ga in zip(parts, G, strict=True)]
 
 
 class KernelReduction:

@@ -160,7 +160,9 @@ class LapRLSColumns(ModelSolver):
 
     def predicted_time(self, problem) -> float:
         """One LU of the (n+1)×(n+1) matrix, forming ``LK`` and the c right-hand sides
-        (measured on 2 cores, n = 20..1500: 0.4 ms at n ≤ 90, 47 ms at 1000, 140 ms at 1500)."""
+        (measured on 2 cores, n = 20..1500: 0.4 ms at n ≤ 90, 47 ms at 1000, 140 ms at 1500;
+        the LU's 3e-11·n³ from ``bench_modeling.py --only multiclass_laprls``, 2026-11-29:
+        0.033 s at n = 1,000, 0.38 s at 2,500, 3.2 s at 5,000, 2.4–3.3e-11·n³)."""
         found = read_structure(problem) if isinstance(problem, Model) else None
         if not isinstance(found, ColumnsStructure):
             return float("nan")
@@ -168,7 +170,7 @@ class LapRLSColumns(ModelSolver):
         L = found.L
         # LK: sparse L times dense K, or a dense GEMM (~3x the LU's flops at the same rate)
         LK = 1.5e-10 * L.nnz * n if sp.issparse(L) else 1.3e-10 * n**3
-        return 5e-4 + 4.5e-11 * (n + 1) ** 3 + LK + 1.5e-10 * n * n * c
+        return 5e-4 + 3e-11 * (n + 1) ** 3 + LK + 1.5e-10 * n * n * c
 
     def blas_threads(self, problem) -> int:
         """One BLAS thread: measured on 2 cores at n = 250..1500, the LU is as fast on one
