@@ -32,6 +32,7 @@ import numpy as np
 from ssl_opt.modeling.kernel_range import (
     innermost,
     kernel_substitutions,
+    rank_estimate,
     rkhs_variable,
     same_matrix,
 )
@@ -208,7 +209,7 @@ def cost(model: Model) -> float:
         n, columns = float(K.shape[0]), float(np.prod(model.variables[name][1:]))
         if name in substituted:
             once += n**3  # the eigendecomposition of K
-            dense += columns * n * _rank_estimate(K) ** 2
+            dense += columns * n * rank_estimate(K, KERNEL_RTOL) ** 2
         else:
             dense += columns * n**3
     nnz = model.size
@@ -235,23 +236,6 @@ def cost(model: Model) -> float:
 
 #: Seconds per n³ of a dense symmetric eigendecomposition (numpy, 2 cores, n = 1,000–3,500).
 EIGH_SECONDS = 1.1e-10
-#: Principal submatrix whose numerical rank estimates a kernel's (at KERNEL_RTOL).
-RANK_SAMPLE = 300
-
-
-def _rank_estimate(K: np.ndarray) -> float:
-    """The numerical rank of K, estimated from a random ``RANK_SAMPLE`` principal submatrix
-    (×1.3: the sample's rank was 1.1–1.5× below K's on RBF kernels of 500–3,500 points); K's
-    size when the sample is nearly full rank."""
-    n = K.shape[0]
-    if n <= RANK_SAMPLE:
-        return float(n)
-    idx = np.sort(np.random.default_rng(0).choice(n, RANK_SAMPLE, replace=False))
-    lam = np.linalg.eigvalsh(K[np.ix_(idx, idx)])
-    rank = int(np.sum(lam > KERNEL_RTOL * lam[-1]))
-    return float(n) if rank >= 0.9 * RANK_SAMPLE else min(float(n), 1.3 * rank)
-
-
 #: Clarabel on a program with dense blocks and a non-smooth term or a constraint (a kernel
 #: expansion plus ℓ1, simplex rows on kernel scores) took 1.5–4× the QP model above
 #: (LapRLS + ℓ1 at n = 1,000, simplex scores at 500–1,000: benchmarks/bench_modeling.py).

@@ -15,12 +15,13 @@ multipliers (the arguments of the terms and constraints keep their shapes, so th
 multipliers carry over): a restated optimum that misses it (a kernel whose left-out part
 matters at the tolerance) ends ``stalled`` with the reason, never ``optimal``.
 
-Applies to plain models (a paper's named model keeps its family's solvers) without a
-non-smooth term, at any rank: ``select`` weighs the measured factor plus the inner solver's
-prediction on the restated model (r rows where the stated model has n) against the stated
-model's solvers, so a kernel of nearly full rank goes to those. Non-smooth terms: on LapSVM +
-graph TV (n = 1,000) ``irls-newton``'s kink polish took 54 steps and 6.9 s in the factor's
-coordinates against 1.9 s on the stated model.
+Applies to plain models (a paper's named model keeps its family's solvers) whose kernels have
+rank at most ``MAX_RANK_FRACTION·n`` by a sampled estimate (any kernel of at most
+``RANK_SAMPLE`` rows, whose factor is cheap); ``select`` weighs the measured factor plus the
+inner solver's prediction on the restated model (r rows where the stated model has n) against
+the stated model's solvers. A non-smooth term on ``f = R h + b`` (graph TV) goes to
+``irls-newton``, which polishes it as it does a kernel expansion (the groups held near their
+kink, not at it: ``irls_newton.WIDE_DENSE_COLUMNS``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,13 @@ from ssl_opt import registry
 from ssl_opt._validation import check_positive, integer, optional
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
-from ssl_opt.modeling.kernel_range import FACTOR_RTOL, KernelRange, kernel_substitutions
+from ssl_opt.modeling.kernel_range import (
+    FACTOR_RTOL,
+    RANK_SAMPLE,
+    KernelRange,
+    kernel_substitutions,
+    rank_estimate,
+)
 from ssl_opt.modeling.model import Model
 from ssl_opt.plugins.model.common import (
     ModelSolver,
@@ -50,6 +57,10 @@ from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
 #: method keeps K's conditioning in h (the restated Hessian has K's spectrum): pdhg on the
 #: LapSVM box at n = 250 ran 36,000 iterations.
 INNER_SOLVERS = ("irls-newton", "alm-newton", "admm-split", "newton-cg")
+#: Kernels estimated (``rank_estimate``) above this fraction of their size are refused before
+#: the factor is computed: no gain in the factor's coordinates, and the factorization would
+#: cost a Cholesky's n³/3 inside ``select``. The variants' kernels cross it near n = 600.
+MAX_RANK_FRACTION = 0.5
 #: Options handed to the inner solver when it declares them.
 PASSED_ON = ("tol", "max_iter", "time_limit", "check_terms")
 
@@ -102,9 +113,12 @@ class KernelFactor(ModelSolver):
         if not kernel_substitutions(model):
             return ["a kernel variable: one entering only through K @ alpha (K dense, "
                     "symmetric) and RKHS terms of the same K"]
-        if model.nonsmooth_terms:
-            return [f"no non-smooth term ({model.nonsmooth_terms[0].describe()} is one: "
-                    "measured slower in the factor's coordinates, module docstring)"]
+        for name, K in kernel_substitutions(model).items():
+            n, rank = K.shape[0], rank_estimate(K, FACTOR_RTOL)
+            if n > RANK_SAMPLE and rank > MAX_RANK_FRACTION * n:
+                return [f"a kernel of numerical rank at most {MAX_RANK_FRACTION:g}·n (the K "
+                        f"of {name!r} has rank ~{rank:.0f} of {n}, estimated from a "
+                        f"{RANK_SAMPLE}-point sample)"]
         try:
             found, _ = kernel_range(model)
         except InvalidInputError as exc:

@@ -102,6 +102,23 @@ def symmetric(K: np.ndarray, atol: float, rows: int = 256) -> bool:
                for i in range(0, n, rows))
 
 
+#: Principal submatrix whose numerical rank estimates a kernel's.
+RANK_SAMPLE = 300
+
+
+def rank_estimate(K: np.ndarray, rtol: float = FACTOR_RTOL) -> float:
+    """The numerical rank of K at ``rtol``, estimated from a random ``RANK_SAMPLE`` principal
+    submatrix (×1.3: the sample's rank was 1.1–1.5× below K's on RBF kernels of 500–3,500
+    points); K's size when the sample is nearly full rank, or K has at most RANK_SAMPLE rows."""
+    n = K.shape[0]
+    if n <= RANK_SAMPLE:
+        return float(n)
+    idx = np.sort(np.random.default_rng(0).choice(n, RANK_SAMPLE, replace=False))
+    lam = np.linalg.eigvalsh(K[np.ix_(idx, idx)])
+    rank = int(np.sum(lam > rtol * lam[-1]))
+    return float(n) if rank >= 0.9 * RANK_SAMPLE else min(float(n), 1.3 * rank)
+
+
 @dataclass(frozen=True)
 class PivotedFactor:
     """``K_PP = L Lᵀ`` over the pivots P and ``R = K_{:,P} L^{-T}``, so ``K ≈ RRᵀ``."""
