@@ -35,6 +35,7 @@ from ssl_opt.modeling.kernel_range import (
     rank_estimate,
     rkhs_variable,
     same_matrix,
+    square_kernel,
 )
 from ssl_opt.modeling.maps import Compose, MatMul, matrices
 from ssl_opt.modeling.model import Model
@@ -170,10 +171,9 @@ def _kernel_products(model: Model) -> dict[str, np.ndarray]:
     found: dict[str, np.ndarray] = {}
     for term in model.all_terms:
         for var, m in term.argument.parts:
-            inner = innermost(m)
-            if (isinstance(inner, MatMul) and isinstance(inner.M, np.ndarray)
-                    and inner.M.ndim == 2 and inner.M.shape[0] == inner.M.shape[1]):
-                found.setdefault(var.name, inner.M)
+            K = square_kernel(m)
+            if K is not None:
+                found.setdefault(var.name, K)
     return found
 
 

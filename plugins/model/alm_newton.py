@@ -51,7 +51,7 @@ from ssl_opt.plugins.model.common import (
     warm_start_point,
     worst,
 )
-from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import CERTIFICATE_TOL_OPTION, VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.multipliers import fixed_rows_multiplier
 from ssl_opt.solution import MAX_ITERATIONS, OPTIMAL, STALLED, TIME_LIMIT, Solution
 from ssl_opt.solvers import TIME_LIMIT_OPTION, Option
@@ -149,8 +149,7 @@ class ALMNewton(ModelSolver):
     complexity = {"model": (3.0, "a few warm irls-newton solves (n³ per Newton step on a "
                                  "kernel expansion)")}
     options = {
-        "tol": Option(1e-8, "stop when the model's certificate (stationarity, feasibility) is "
-                      "at most tol", check_positive),
+        "tol": CERTIFICATE_TOL_OPTION,
         "max_iter": Option(60, "outer (multiplier) iterations", integer(1)),
         "inner_max_iter": Option(300, "Newton steps of one inner solve", integer(1)),
         "rho0": Option(None, "first penalty ρ (None: ALGENCAN's rule at the start)",

@@ -74,7 +74,7 @@ from ssl_opt.plugins.model.common import (
     start_point,
     worst,
 )
-from ssl_opt.plugins.model.iterative import VERBOSE_OPTION, Run
+from ssl_opt.plugins.model.iterative import CERTIFICATE_TOL_OPTION, VERBOSE_OPTION, Run
 from ssl_opt.plugins.model.kink_polish import (
     huber_polish,
     kink_sets,
@@ -117,8 +117,7 @@ class IRLSNewton(ModelSolver):
     complexity = {"model": (3.0, "one assembled Hessian and one factorization per step "
                                  "(n³ for a kernel expansion); 10-40 steps")}
     options = {
-        "tol": Option(1e-8, "stop when the model's certificate (stationarity, feasibility) is "
-                      "at most tol", check_positive),
+        "tol": CERTIFICATE_TOL_OPTION,
         "max_iter": Option(300, "Newton steps in all", integer(1)),
         "delta0": Option(1e-2, "first smoothing δ relative to σ² (σ: the largest norm-term "
                          "group at the start)", check_positive),

@@ -32,7 +32,7 @@ import time
 
 import numpy as np
 
-from ssl_opt._validation import check_bool
+from ssl_opt._validation import check_bool, check_positive
 from ssl_opt.modeling.diagnosis import DIVERGED, infeasibility, unboundedness
 from ssl_opt.modeling.model import Model
 from ssl_opt.plugins.model.common import certificate_check, kink_tolerance
@@ -48,6 +48,9 @@ from ssl_opt.solvers import Option
 
 #: The options every generic iterative solver takes with the same meaning.
 VERBOSE_OPTION = Option(False, "print a progress line at every check", check_bool)
+#: The ``tol`` of the Newton-type solvers that stop on the whole certificate.
+CERTIFICATE_TOL_OPTION = Option(1e-8, "stop when the model's certificate (stationarity, "
+                                "feasibility) is at most tol", check_positive)
 
 #: The full certificate at the end: iterations and relative accuracy of its minimization.
 FINAL_CHECK_ITERS, FINAL_CHECK_TOL = 2000, 1e-10

@@ -31,7 +31,7 @@ import time
 import weakref
 
 from ssl_opt import registry
-from ssl_opt._validation import check_positive, integer, optional
+from ssl_opt._validation import check_bool, check_positive, integer, optional
 from ssl_opt.exceptions import InvalidInputError
 from ssl_opt.hookspecs import hookimpl
 from ssl_opt.modeling.kernel_range import (
@@ -103,17 +103,18 @@ class KernelFactor(ModelSolver):
                            optional(integer(1))),
         "warm_start": Option(None, "a solution or dict of the stated model's variables (α is "
                              "restated as Rᵀα)"),
-        "check_terms": Option(True, "passed to the inner solver when it takes it"),
+        "check_terms": Option(True, "passed to the inner solver when it takes it", check_bool),
         "time_limit": TIME_LIMIT_OPTION,
     }
 
     def structure_reasons(self, model: Model) -> list[str]:
         if type(model) is not Model:
             return ["a plain model (a paper's named model keeps its family's solvers)"]
-        if not kernel_substitutions(model):
+        kernels = kernel_substitutions(model)
+        if not kernels:
             return ["a kernel variable: one entering only through K @ alpha (K dense, "
                     "symmetric) and RKHS terms of the same K"]
-        for name, K in kernel_substitutions(model).items():
+        for name, K in kernels.items():
             n, rank = K.shape[0], rank_estimate(K, FACTOR_RTOL)
             if n > RANK_SAMPLE and rank > MAX_RANK_FRACTION * n:
                 return [f"a kernel of numerical rank at most {MAX_RANK_FRACTION:g}·n (the K "

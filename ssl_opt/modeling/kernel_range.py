@@ -49,6 +49,15 @@ def innermost(m: LinearMap) -> LinearMap:
     return m.factors()[-1]
 
 
+def square_kernel(m: LinearMap) -> np.ndarray | None:
+    """The dense square matrix ``m`` applies first (the K of ``Kα`` and its rows), else None."""
+    inner = innermost(m)
+    if (isinstance(inner, MatMul) and isinstance(inner.M, np.ndarray) and inner.M.ndim == 2
+            and inner.M.shape[0] == inner.M.shape[1]):
+        return inner.M
+    return None
+
+
 def same_matrix(a, b) -> bool:
     return a is b or (a.shape == b.shape and np.array_equal(a, b))
 
@@ -82,10 +91,7 @@ def _substitutions(model: Model) -> dict[str, np.ndarray]:
             if rkhs:
                 K = term.M
             else:
-                inner = innermost(m)
-                ok = (isinstance(inner, MatMul) and isinstance(inner.M, np.ndarray)
-                      and inner.M.ndim == 2 and inner.M.shape[0] == inner.M.shape[1])
-                K = inner.M if ok else None
+                K = square_kernel(m)
             if K is None or (var.name in found and not same_matrix(found[var.name], K)):
                 blocked.add(var.name)
             else:

@@ -120,6 +120,9 @@ def test_a_kernel_of_high_rank_is_refused_before_its_factor():
     assert pivoted_factor(K).rank > 0.5 * K.shape[0]
 
 
-def test_a_bad_inner_solver_is_refused_by_name():
-    with pytest.raises(InvalidInputError, match="inner"):
-        ssl_opt.solve(variants.lapsvm_balance(60), solver="kernel-factor", inner="nope")
+@pytest.mark.parametrize("option, bad", [("inner", "nope"), ("inner", "kernel-factor"),
+                                         ("inner", 3), ("tol", float("nan")), ("max_iter", 0),
+                                         ("check_terms", "yes")])
+def test_a_bad_option_is_refused_by_name(option, bad):
+    with pytest.raises(InvalidInputError, match=option):
+        ssl_opt.solve(variants.lapsvm_balance(60), solver="kernel-factor", **{option: bad})
